@@ -1,0 +1,860 @@
+"""ACER: Actor-Critic with Experience Replay (Wang et al. 2016) on Stable-Baselines3."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import io
+import pathlib
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, TypeVar
+
+import gymnasium as gym
+import numpy as np
+import stable_baselines3
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.utils import (
+    check_for_correct_spaces,
+    configure_logger,
+    polyak_update,
+    safe_mean,
+)
+from stable_baselines3.common.vec_env import unwrap_vec_normalize
+
+from sb3_acer.buffer import SegmentReplayBuffer
+from sb3_acer.policies import ACERPolicy, CnnPolicy, MlpPolicy
+from sb3_acer.rollout import StepRecord, collect_segment
+from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.segment import Segment
+from sb3_acer.serialization import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    decode_json_value,
+    encode_json_value,
+    read_model_file,
+    space_from_json,
+    space_to_json,
+    write_model_file,
+)
+from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
+
+__all__ = ["ACER", "UnsupportedSpaceError"]
+
+SelfACER = TypeVar("SelfACER", bound="ACER")
+
+#: Constructor arguments saved in the model file, in the documented order.
+HYPERPARAMETERS = (
+    "gamma",
+    "n_steps",
+    "num_procs",
+    "q_coef",
+    "ent_coef",
+    "max_grad_norm",
+    "learning_rate",
+    "lr_schedule",
+    "rprop_alpha",
+    "rprop_epsilon",
+    "buffer_size",
+    "replay_ratio",
+    "replay_start",
+    "correction_term",
+    "trust_region",
+    "alpha",
+    "delta",
+    "verbose",
+    "tensorboard_log",
+    "seed",
+)
+
+
+class UnsupportedSpaceError(ValueError):
+    """An action or observation space that ACER cannot handle."""
+
+
+class LegacyCallback(BaseCallback):
+    """SB2's callable callback ``(locals, globals) -> bool``; only an explicit ``False`` stops training."""
+
+    def __init__(self, callback: Callable[[dict[str, Any], dict[str, Any]], Any], verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.callback = callback
+
+    def _on_step(self) -> bool:
+        return self.callback(self.locals, self.globals) is not False
+
+
+def _check_hyperparameters(params: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first invalid hyperparameter (before anything is built)."""
+
+    def fail(name: str, rule: str) -> None:
+        raise ValueError(f"{name} {rule}, got {params[name]!r}")
+
+    def is_number(value: Any) -> bool:
+        return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+    for name in ("n_steps", "buffer_size", "replay_start"):
+        if not isinstance(params[name], int | np.integer) or isinstance(params[name], bool):
+            fail(name, "must be an integer")
+    for name in ("gamma", "q_coef", "ent_coef", "rprop_alpha", "rprop_epsilon", "replay_ratio"):
+        if not is_number(params[name]) or not np.isfinite(params[name]):
+            fail(name, "must be a finite number")
+    for name in ("correction_term", "delta", "alpha"):
+        if not is_number(params[name]):
+            fail(name, "must be a number")
+    if params["n_steps"] <= 0:
+        fail("n_steps", "must be positive")
+    if not 0.0 <= params["gamma"] <= 1.0:
+        fail("gamma", "must be in [0, 1]")
+    if params["replay_ratio"] < 0:
+        fail("replay_ratio", "must be non-negative")
+    if params["replay_ratio"] > 0:
+        if params["buffer_size"] < params["n_steps"]:
+            fail("buffer_size", f"must be at least n_steps ({params['n_steps']}) to hold one segment")
+        if params["replay_start"] > params["buffer_size"]:
+            fail(
+                "replay_start",
+                f"must not exceed buffer_size ({params['buffer_size']}) or replay never starts",
+            )
+    if params["replay_start"] < 0:
+        fail("replay_start", "must be non-negative")
+    if not params["correction_term"] > 0:
+        fail("correction_term", "must be positive")
+    if not params["delta"] > 0:
+        fail("delta", "must be positive")
+    if not 0.0 <= params["alpha"] < 1.0:
+        fail("alpha", "must be in [0, 1)")
+    if not 0.0 < params["rprop_alpha"] <= 1.0:
+        fail("rprop_alpha", "must be in (0, 1]")
+    if params["rprop_epsilon"] <= 0:
+        fail("rprop_epsilon", "must be positive")
+    if params["q_coef"] < 0 or params["ent_coef"] < 0:
+        fail("q_coef" if params["q_coef"] < 0 else "ent_coef", "must be non-negative")
+    max_grad_norm = params["max_grad_norm"]
+    if max_grad_norm is not None and (not is_number(max_grad_norm) or not max_grad_norm > 0):
+        fail("max_grad_norm", "must be a positive number or None (no clipping)")
+    learning_rate = params["learning_rate"]
+    if not callable(learning_rate) and (not is_number(learning_rate) or not learning_rate > 0):
+        fail("learning_rate", "must be a positive number or a schedule (callable of progress remaining)")
+    if params["lr_schedule"] not in LR_SCHEDULES:
+        raise ValueError(
+            f"unknown lr_schedule {params['lr_schedule']!r}; choose one of {sorted(LR_SCHEDULES)}"
+        )
+    num_procs = params["num_procs"]
+    if num_procs is not None and (not isinstance(num_procs, int | np.integer) or num_procs <= 0):
+        fail("num_procs", "must be a positive integer or None")
+
+
+class ACER(BaseAlgorithm):
+    """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete`` actions.
+
+    Synchronous ("A2C-style") ACER as in openai/baselines and SB2: ``E`` environments step together; each
+    fresh segment of ``n_steps`` x ``E`` transitions gives one on-policy update, followed by
+    ``Poisson(replay_ratio)`` updates on segments replayed from memory once ``replay_start`` steps per env
+    are stored. Each update uses Retrace targets, truncated importance sampling with bias correction and
+    (optionally) the trust region around an average policy network.
+
+    Args:
+        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``).
+        env: environment, its registered id, or an SB3 ``VecEnv``.
+        gamma: discount factor, in [0, 1].
+        n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
+        num_procs: number of torch threads (``torch.set_num_threads``); ``None`` leaves torch's setting.
+        q_coef: weight of the critic (Q) loss.
+        ent_coef: weight of the entropy bonus (a mean over states, inside the trust-region projection).
+        max_grad_norm: global-norm gradient clipping threshold; ``None`` disables clipping.
+        learning_rate: initial RMSProp learning rate, or an SB3 schedule (a callable of the progress
+            remaining, from 1 to 0), in which case ``lr_schedule`` is not applied.
+        lr_schedule: ``'linear'``, ``'constant'``, ``'double_linear_con'``, ``'middle_drop'`` or
+            ``'double_middle_drop'``; progress is counted in env steps and clamped to [0, 1].
+        rprop_alpha: RMSProp decay.
+        rprop_epsilon: RMSProp epsilon (inside the square root, TensorFlow style).
+        buffer_size: replay capacity in steps per environment (``buffer_size // n_steps`` segments).
+        replay_ratio: mean of the Poisson number of replay updates per on-policy update; 0 disables replay.
+        replay_start: steps per environment that must be stored before replay starts.
+        correction_term: importance-weight truncation ``c``.
+        trust_region: project the policy gradient onto the KL trust region around the average policy.
+        alpha: decay of the average policy network, ``theta_avg <- alpha theta_avg + (1 - alpha) theta``.
+        delta: trust-region bound on the linearised KL divergence.
+        verbose: 0 silent, 1 training information, 2 debug.
+        tensorboard_log: TensorBoard log folder (``None``: no TensorBoard).
+        _init_setup_model: build the networks now (``False`` is used by ``load``).
+        policy_kwargs: keyword arguments of the policy (``net_arch``, ``activation_fn``, ...).
+        seed: seed of Python, NumPy, torch, the environments and the replay sampling.
+        device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy}
+    policy: ACERPolicy
+
+    def __init__(
+        self,
+        policy: str | type[ACERPolicy],
+        env: GymEnv | str | None,
+        gamma: float = 0.99,
+        n_steps: int = 20,
+        num_procs: int | None = None,
+        q_coef: float = 0.5,
+        ent_coef: float = 0.01,
+        max_grad_norm: float | None = 10,
+        learning_rate: float | Callable[[float], float] = 7e-4,
+        lr_schedule: str = "linear",
+        rprop_alpha: float = 0.99,
+        rprop_epsilon: float = 1e-5,
+        buffer_size: int = 5000,
+        replay_ratio: float = 4,
+        replay_start: int = 1000,
+        correction_term: float = 10.0,
+        trust_region: bool = True,
+        alpha: float = 0.99,
+        delta: float = 1,
+        verbose: int = 0,
+        tensorboard_log: str | None = None,
+        _init_setup_model: bool = True,
+        policy_kwargs: dict[str, Any] | None = None,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        params = dict(locals())
+        _check_hyperparameters(params)
+        if isinstance(policy, str) and policy not in self.policy_aliases:
+            raise ValueError(
+                f"unknown policy {policy!r}; choose one of {sorted(self.policy_aliases)} or a class"
+            )
+        if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, ACERPolicy)):
+            raise ValueError(f"policy must be an ACERPolicy subclass or one of {sorted(self.policy_aliases)}")
+        if policy_kwargs is not None:
+            policy_class = self.policy_aliases[policy] if isinstance(policy, str) else policy
+            _check_policy_kwargs(policy_class, policy_kwargs)
+        if num_procs is not None:
+            th.set_num_threads(int(num_procs))
+
+        super().__init__(
+            policy=policy,
+            env=env,
+            learning_rate=learning_rate,
+            policy_kwargs=policy_kwargs,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            device=device,
+            support_multi_env=True,
+            seed=seed,
+        )
+        self.gamma = float(gamma)
+        self.n_steps = int(n_steps)
+        self.num_procs = num_procs
+        self.q_coef = float(q_coef)
+        self.ent_coef = float(ent_coef)
+        self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
+        self.lr_schedule_name = lr_schedule
+        self.rprop_alpha = float(rprop_alpha)
+        self.rprop_epsilon = float(rprop_epsilon)
+        self.buffer_size = int(buffer_size)
+        self.replay_ratio = float(replay_ratio)
+        self.replay_start = int(replay_start)
+        self.correction_term = float(correction_term)
+        self.trust_region = bool(trust_region)
+        self.alpha = float(alpha)
+        self.delta = float(delta)
+        self.replay_buffer: SegmentReplayBuffer | None = None
+        self.n_skipped_updates = 0
+        self._n_replay_updates = 0
+        self._replay_rng = np.random.default_rng(seed)
+
+        if self.env is not None:
+            self._check_spaces(self.observation_space, self.action_space)
+        if _init_setup_model:
+            self._setup_model()
+
+    # ------------------------------------------------------------------ set-up
+
+    @staticmethod
+    def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        if not isinstance(action_space, spaces.Discrete):
+            raise UnsupportedSpaceError(
+                f"ACER supports only Discrete action spaces, got {action_space} "
+                f"({type(action_space).__name__} actions are not supported)"
+            )
+        supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+        if not isinstance(observation_space, supported):
+            raise UnsupportedSpaceError(
+                "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
+                f"got {observation_space}"
+            )
+
+    @property  # type: ignore[override]
+    def lr_schedule(self) -> str:
+        """The name of the learning-rate schedule (the constructor argument)."""
+        return self.lr_schedule_name
+
+    @lr_schedule.setter
+    def lr_schedule(self, value: Any) -> None:
+        # BaseAlgorithm assigns a callable here in _setup_lr_schedule; ACER computes its own schedule.
+        if isinstance(value, str):
+            self.lr_schedule_name = value
+
+    def current_learning_rate(self) -> float:
+        """Learning rate at the current training progress."""
+        if callable(self.learning_rate):
+            return float(self.learning_rate(self._current_progress_remaining))
+        return float(self.learning_rate) * schedule_multiplier(
+            self.lr_schedule_name, 1.0 - self._current_progress_remaining
+        )
+
+    def _setup_model(self) -> None:
+        self.set_random_seed(self.seed)
+        self.policy = self.policy_class(  # type: ignore[assignment]
+            self.observation_space, self.action_space, **self.policy_kwargs
+        )
+        self.policy = self.policy.to(self.device)
+        self.policy_avg = copy.deepcopy(self.policy)
+        self.policy_avg.requires_grad_(False)
+        self.policy_avg.set_training_mode(False)
+        self.optimizer = RMSpropTFLike(
+            self.policy.parameters(),
+            lr=self.current_learning_rate(),
+            alpha=self.rprop_alpha,
+            eps=self.rprop_epsilon,
+        )
+        self._make_replay_buffer()
+
+    def _make_replay_buffer(self) -> None:
+        if self.replay_ratio <= 0 or self.env is None:
+            self.replay_buffer = None
+            return
+        obs_space = self.observation_space
+        self.replay_buffer = SegmentReplayBuffer(
+            buffer_size=self.buffer_size,
+            n_steps=self.n_steps,
+            n_envs=self.n_envs,
+            obs_shape=obs_space.shape or (),
+            obs_dtype=obs_space.dtype if obs_space.dtype is not None else np.dtype(np.float32),
+            n_actions=int(self.action_space.n),  # type: ignore[attr-defined]
+            seed=self.seed,
+        )
+
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """Seed Python, NumPy, torch, the action space, the environments and the replay sampling."""
+        if seed is None:
+            return
+        super().set_random_seed(seed)
+        self._replay_rng = np.random.default_rng(seed)
+        if self.replay_buffer is not None:
+            self.replay_buffer.seed(seed)
+
+    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
+        if isinstance(callback, list):
+            callback = CallbackList(callback)
+        if callback is None:
+            callback = CallbackList([])
+        elif not isinstance(callback, BaseCallback):
+            callback = LegacyCallback(callback)
+        if progress_bar:
+            callback = CallbackList([callback, ProgressBarCallback()])
+        callback.init_callback(self)
+        return callback
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
+        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
+        self.start_time = time.time_ns()
+        if self.ep_info_buffer is None or reset_num_timesteps:
+            from collections import deque
+
+            self.ep_info_buffer = deque(maxlen=self._stats_window_size)
+            self.ep_success_buffer = deque(maxlen=self._stats_window_size)
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._episode_num = 0
+        else:
+            total_timesteps += self.num_timesteps
+        self._total_timesteps = total_timesteps
+        self._num_timesteps_at_start = self.num_timesteps
+        if self._last_obs is None:
+            assert self.env is not None
+            self._last_obs = self.env.reset()  # type: ignore[assignment]
+            self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
+        if not self._custom_logger:
+            self._logger = configure_logger(
+                self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
+            )
+        return total_timesteps, self._init_callback(callback, progress_bar)
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        fraction_done = float(num_timesteps) / float(max(total_timesteps, 1))
+        self._current_progress_remaining = 1.0 - min(max(fraction_done, 0.0), 1.0)
+
+    # ------------------------------------------------------------------ training
+
+    def learn(  # type: ignore[override]
+        self: SelfACER,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        seed: int | None = None,
+        log_interval: int = 100,
+        tb_log_name: str = "ACER",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfACER:
+        """Train for at least ``total_timesteps`` environment steps.
+
+        Args:
+            total_timesteps: number of environment steps (all envs together) to train for.
+            callback: an SB3 callback, a list of them, or SB2's callable ``(locals, globals) -> bool``.
+            seed: re-seed before training (``None`` keeps the current seed).
+            log_interval: number of on-policy iterations between two log dumps (0 or ``None``: never).
+            tb_log_name: name of the TensorBoard run folder.
+            reset_num_timesteps: restart the step counter (and the schedule) from 0.
+            progress_bar: show a progress bar (needs ``tqdm`` and ``rich``).
+
+        Returns:
+            The trained model.
+        """
+        if not isinstance(total_timesteps, int | np.integer) or total_timesteps < 0:
+            raise ValueError(f"total_timesteps must be a non-negative integer, got {total_timesteps!r}")
+        if self.env is None:
+            raise ValueError(
+                "this model has no environment; pass one to ACER.load(..., env=...) or set_env()"
+            )
+        self.set_random_seed(seed)
+        total_timesteps, callback_obj = self._setup_learn(
+            int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
+        callback_obj.on_training_start(locals(), globals())
+        iteration = 0
+        while self.num_timesteps < total_timesteps:
+            callback_obj.on_rollout_start()
+            segment = self._collect(callback_obj)
+            if segment is None:
+                break
+            callback_obj.update_locals(locals())
+            callback_obj.on_rollout_end()
+            iteration += 1
+            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
+            self.train(segment)
+            if log_interval and iteration % log_interval == 0:
+                self._dump_logs(iteration)
+        callback_obj.on_training_end()
+        return self
+
+    def _collect(self, callback: BaseCallback) -> Segment | None:
+        assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
+
+        def on_step(record: StepRecord) -> bool:
+            self.num_timesteps += self.env.num_envs  # type: ignore[union-attr]
+            callback.update_locals(
+                dict(
+                    new_obs=record.new_obs,
+                    actions=record.actions,
+                    rewards=record.rewards,
+                    dones=record.dones,
+                    infos=record.infos,
+                )
+            )
+            self._update_info_buffer(record.infos, record.dones)
+            return bool(callback.on_step())
+
+        result = collect_segment(
+            env=self.env,
+            policy=self.policy,
+            n_steps=self.n_steps,
+            last_obs=self._last_obs,  # type: ignore[arg-type]
+            last_episode_starts=self._last_episode_starts,
+            on_step=on_step,
+        )
+        self._last_obs = result.last_obs
+        self._last_episode_starts = result.last_episode_starts
+        return result.segment
+
+    def train(self, segment: Segment) -> None:
+        """One on-policy update on ``segment``, then ``Poisson(replay_ratio)`` replayed updates."""
+        learning_rate = self.current_learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        self.logger.record("train/learning_rate", learning_rate)
+        self._gradient_step(segment, on_policy=True)
+        if self.replay_buffer is not None:
+            self.replay_buffer.put(segment)
+            if self.replay_buffer.has_at_least(self.replay_start):
+                n_replay = int(self._replay_rng.poisson(self.replay_ratio))
+                for _ in range(n_replay):
+                    self._gradient_step(self.replay_buffer.sample(), on_policy=False)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/n_replay_updates", self._n_replay_updates, exclude="tensorboard")
+        self.logger.record("train/n_skipped_updates", self.n_skipped_updates)
+
+    def _gradient_step(self, segment: Segment, on_policy: bool) -> UpdateStats | None:
+        self.policy.set_training_mode(True)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, stats = compute_gradients(
+            policy=self.policy, avg_policy=self.policy_avg, segment=segment, config=self._update_config()
+        )
+        parameters = [p for p in self.policy.parameters() if p.grad is not None]
+        max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+        norm_grads = float(th.nn.utils.clip_grad_norm_(parameters, max_norm))
+        if not (th.isfinite(loss) and np.isfinite(norm_grads)):
+            # Never write non-finite values into the weights: skip this update and count it.
+            self.n_skipped_updates += 1
+            self.optimizer.zero_grad(set_to_none=True)
+            return None
+        self.optimizer.step()
+        polyak_update(self.policy.parameters(), self.policy_avg.parameters(), 1.0 - self.alpha)
+        self._n_updates += 1
+        if not on_policy:
+            self._n_replay_updates += 1
+        for key, value in stats._asdict().items():
+            self.logger.record_mean(f"train/{key}", value)
+        self.logger.record_mean("train/norm_grads", norm_grads)
+        if on_policy:
+            self.logger.record_mean("train/on_policy_rho_mean", stats.rho_mean)
+        return stats
+
+    def _update_config(self) -> UpdateConfig:
+        return UpdateConfig(
+            gamma=self.gamma,
+            q_coef=self.q_coef,
+            ent_coef=self.ent_coef,
+            correction_term=self.correction_term,
+            trust_region=self.trust_region,
+            delta=self.delta,
+        )
+
+    def _dump_logs(self, iteration: int) -> None:
+        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
+        fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
+        self.logger.record("time/iterations", iteration, exclude="tensorboard")
+        if self.ep_info_buffer:
+            self.logger.record("rollout/ep_rew_mean", safe_mean([info["r"] for info in self.ep_info_buffer]))
+            self.logger.record("rollout/ep_len_mean", safe_mean([info["l"] for info in self.ep_info_buffer]))
+        self.logger.record("time/fps", fps)
+        self.logger.record("time/time_elapsed", int(time_elapsed), exclude="tensorboard")
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        if self.replay_buffer is not None:
+            self.logger.record("replay/segments", len(self.replay_buffer), exclude="tensorboard")
+        self.logger.dump(step=self.num_timesteps)
+
+    # ------------------------------------------------------------------ inference
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+        mask: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Action(s) for one observation or a batch (SB3's signature; SB2's ``mask`` is an alias).
+
+        Returns:
+            The action(s) and the next recurrent state (``None`` for feed-forward policies).
+        """
+        if mask is not None and episode_start is None:
+            episode_start = mask
+        self._check_observation(observation)
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def _check_observation(self, observation: Any) -> None:
+        if isinstance(observation, dict | tuple):
+            raise ValueError(
+                f"observation must be an array for {self.observation_space}, got {type(observation)}"
+            )
+        array = np.asarray(observation)
+        shape = self.observation_space.shape or ()
+        if array.shape != shape and array.shape[1:] != shape:
+            raise ValueError(
+                f"observation shape {array.shape} matches neither the observation space {shape} "
+                f"nor a batch of it (n, *{shape})"
+            )
+
+    def action_probability(
+        self,
+        observation: np.ndarray,
+        state: tuple[np.ndarray, ...] | None = None,
+        mask: np.ndarray | None = None,
+        actions: np.ndarray | None = None,
+        logp: bool = False,
+    ) -> np.ndarray:
+        """The policy's action probabilities (SB2's method).
+
+        Args:
+            observation: one observation or a batch of ``n``.
+            state: recurrent state (unused by feed-forward policies).
+            mask: episode starts (unused by feed-forward policies).
+            actions: if given, the action(s) whose probability to return, one per observation.
+            logp: return log-probabilities instead of probabilities.
+
+        Returns:
+            ``[n, A]`` probabilities (``[A]`` for a single observation); with ``actions``, ``[n, 1]``
+            (``[1]`` for a single observation).
+        """
+        del state, mask
+        self._check_observation(observation)
+        obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
+        with th.no_grad():
+            probs = self.policy.action_probs(obs_tensor).cpu().numpy()
+        if actions is None:
+            result = np.log(probs) if logp else probs
+            return result if vectorized else result[0]
+        actions_array = np.asarray(actions).reshape(-1)
+        if actions_array.shape[0] != probs.shape[0]:
+            raise ValueError(f"got {actions_array.shape[0]} actions for {probs.shape[0]} observation(s)")
+        n_actions = probs.shape[1]
+        if not np.issubdtype(actions_array.dtype, np.integer) or (
+            (actions_array < 0).any() or (actions_array >= n_actions).any()
+        ):
+            raise ValueError(f"actions must be integers in [0, {n_actions}), got {actions_array}")
+        chosen = probs[np.arange(len(actions_array)), actions_array].reshape(-1, 1)
+        if logp:
+            chosen = np.log(chosen)
+        return chosen if vectorized else chosen.reshape(1)
+
+    # ------------------------------------------------------------------ environment
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """Use ``env`` from now on; its spaces must match. A different number of envs is allowed.
+
+        With a different number of environments the replay memory, which is laid out per environment, is
+        started afresh.
+        """
+        env = self._wrap_env(env, self.verbose)
+        try:
+            check_for_correct_spaces(env, self.observation_space, self.action_space)
+        except ValueError as error:
+            raise ValueError(
+                f"set_env: the new environment's spaces differ from the model's: {error}"
+            ) from error
+        self._vec_normalize_env = unwrap_vec_normalize(env)
+        if force_reset:
+            self._last_obs = None
+        n_envs_changed = env.num_envs != getattr(self, "n_envs", None)
+        self.n_envs = env.num_envs
+        self.env = env
+        if n_envs_changed or self.replay_buffer is None:
+            self._last_obs = None
+            if hasattr(self, "policy"):
+                self._make_replay_buffer()
+
+    # ------------------------------------------------------------------ parameters and files
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        return ["policy", "policy_avg", "optimizer"], []
+
+    def get_parameters(self) -> dict[str, dict]:
+        """State dicts of ``policy``, ``policy_avg`` and ``optimizer``."""
+        return {name: getattr(self, name).state_dict() for name in self._get_torch_save_params()[0]}
+
+    def set_parameters(  # type: ignore[override]
+        self,
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, dict],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """Load parameters from a model file or from a ``get_parameters()``-style dict.
+
+        Everything is checked before anything is loaded: with ``exact_match=True`` every module's full
+        state must be present (a missing or unexpected key raises ``RuntimeError``); with
+        ``exact_match=False`` the given tensors are loaded and the rest is left as it is. Unknown module
+        names and tensors of the wrong shape always raise, and leave the model unchanged.
+        """
+        del device
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        else:
+            _, params = read_model_file(load_path_or_dict, device=self.device)
+        names = set(self._get_torch_save_params()[0])
+        unknown = set(params) - names
+        if unknown:
+            raise ValueError(
+                f"unknown parameter group(s) {sorted(unknown)}; expected some of {sorted(names)}"
+            )
+        if exact_match and set(params) != names:
+            raise RuntimeError(f"missing parameter group(s) {sorted(names - set(params))} (exact_match=True)")
+        for name, state in params.items():
+            if name == "optimizer":
+                continue
+            module: th.nn.Module = getattr(self, name)
+            own = module.state_dict()
+            missing = set(own) - set(state)
+            extra = set(state) - set(own)
+            if extra:
+                raise RuntimeError(f"{name}: unexpected key(s) {sorted(extra)}")
+            if exact_match and missing:
+                raise RuntimeError(f"{name}: missing key(s) {sorted(missing)} (exact_match=True)")
+            for key, tensor in state.items():
+                if tuple(own[key].shape) != tuple(th.as_tensor(tensor).shape):
+                    raise RuntimeError(
+                        f"{name}.{key}: shape {tuple(th.as_tensor(tensor).shape)} != {tuple(own[key].shape)}"
+                    )
+        for name, state in params.items():
+            if name == "optimizer":
+                self.optimizer.load_state_dict(state)
+            else:
+                getattr(self, name).load_state_dict(
+                    {key: th.as_tensor(value) for key, value in state.items()}, strict=exact_match
+                )
+
+    def _policy_class_name(self) -> str:
+        for alias, cls in self.policy_aliases.items():
+            if cls is self.policy_class:
+                return alias
+        return f"{self.policy_class.__module__}:{self.policy_class.__qualname__}"
+
+    def _save_data(self) -> dict[str, Any]:
+        import sb3_acer
+
+        hyperparameters = {name: getattr(self, name) for name in HYPERPARAMETERS if name != "lr_schedule"}
+        hyperparameters["lr_schedule"] = self.lr_schedule_name
+        if callable(self.learning_rate):
+            hyperparameters["learning_rate"] = self.current_learning_rate()
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "algorithm": "ACER",
+            "versions": {
+                "sb3_acer": sb3_acer.__version__,
+                "stable_baselines3": stable_baselines3.__version__,
+                "torch": th.__version__,
+                "gymnasium": gym.__version__,
+                "numpy": np.__version__,
+                "python": platform.python_version(),
+            },
+            "policy_class": self._policy_class_name(),
+            "policy_kwargs": encode_json_value(self.policy_kwargs, "policy_kwargs"),
+            "hyperparameters": encode_json_value(hyperparameters, "hyperparameters"),
+            "observation_space": space_to_json(self.observation_space),
+            "action_space": space_to_json(self.action_space),
+            "n_envs": int(self.n_envs),
+            "num_timesteps": int(self.num_timesteps),
+            "total_timesteps": int(self._total_timesteps),
+            "progress_remaining": float(self._current_progress_remaining),
+            "n_updates": int(self._n_updates),
+            "n_replay_updates": int(self._n_replay_updates),
+            "n_skipped_updates": int(self.n_skipped_updates),
+        }
+
+    def save(
+        self,
+        path: str | pathlib.Path | io.BufferedIOBase,
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+    ) -> None:
+        """Save the model as data (JSON + tensors): hyperparameters, spaces, the policy, the average policy
+        network, the optimizer state and the step counters. ``.zip`` is appended to a path without suffix;
+        a path is written atomically.
+        """
+        del exclude, include
+        write_model_file(path, self._save_data(), self.get_parameters())
+
+    @classmethod
+    def load(
+        cls: type[SelfACER],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfACER:
+        """Load a model saved with :meth:`save` (nothing in the file is executed).
+
+        Args:
+            path: model file (path or file-like).
+            env: environment to continue training on (``None``: prediction only). Its spaces must match.
+            device: device to load onto.
+            custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
+                ``{"learning_rate": 1e-4}``.
+            print_system_info: print the versions the file was saved with.
+            force_reset: reset the environment before training.
+            kwargs: hyperparameters to change (``policy_kwargs`` must equal the saved ones).
+        """
+        data, tensors = read_model_file(path, device="cpu")
+        if print_system_info:
+            print("Saved with:", data.get("versions"))
+        custom_objects = dict(custom_objects or {})
+        try:
+            hyperparameters = decode_json_value(data["hyperparameters"])
+            saved_policy_kwargs = decode_json_value(data["policy_kwargs"])
+            observation_space = space_from_json(data["observation_space"])
+            action_space = space_from_json(data["action_space"])
+        except KeyError as error:
+            raise ModelFileError(f"{path}: data.json lacks the entry {error}") from error
+        if "policy_kwargs" in kwargs and kwargs["policy_kwargs"] not in (None, saved_policy_kwargs):
+            raise ValueError(
+                f"the given policy_kwargs {kwargs['policy_kwargs']} differ from the saved ones "
+                f"{saved_policy_kwargs}"
+            )
+        kwargs.pop("policy_kwargs", None)
+        policy_class: Any = custom_objects.pop("policy_class", custom_objects.pop("policy", None))
+        if policy_class is None:
+            name = data["policy_class"]
+            policy_class = (
+                cls.policy_aliases[name]
+                if name in cls.policy_aliases
+                else decode_json_value({"__class__": name})
+            )
+        for key, value in {**custom_objects, **kwargs}.items():
+            if key not in HYPERPARAMETERS:
+                raise ValueError(f"unknown hyperparameter {key!r} for ACER.load")
+            hyperparameters[key] = value
+
+        model = cls(
+            policy=policy_class,
+            env=None,
+            device=device,
+            policy_kwargs=saved_policy_kwargs or None,
+            _init_setup_model=False,
+            **hyperparameters,
+        )
+        model.observation_space = observation_space
+        model.action_space = action_space
+        model.n_envs = int(data.get("n_envs", 1))
+        if env is not None:
+            env = model._wrap_env(env, model.verbose)
+            try:
+                check_for_correct_spaces(env, observation_space, action_space)
+            except ValueError as error:
+                raise ValueError(
+                    f"load: the environment's spaces differ from the saved model's: {error}"
+                ) from error
+            model.env = env
+            model.n_envs = env.num_envs
+            model._vec_normalize_env = unwrap_vec_normalize(env)
+        model._setup_model()
+        model.set_parameters(tensors, exact_match=True)
+        model.num_timesteps = int(data.get("num_timesteps", 0))
+        model._total_timesteps = int(data.get("total_timesteps", 0))
+        model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
+        model._n_updates = int(data.get("n_updates", 0))
+        model._n_replay_updates = int(data.get("n_replay_updates", 0))
+        model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+        if not force_reset:
+            model._last_obs = None
+        return model
+
+
+def _check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> None:
+    if not isinstance(policy_kwargs, dict):
+        raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
+    parameters = inspect.signature(policy_class.__init__).parameters  # type: ignore[misc]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    accepted = set(parameters) - {"self", "observation_space", "action_space"}
+    unknown = set(policy_kwargs) - accepted
+    if unknown:
+        raise ValueError(f"Unknown keywords for policy: {sorted(unknown)}; accepted: {sorted(accepted)}")

@@ -1,0 +1,201 @@
+"""Segment replay memory for ACER (NumPy only; it never sees a torch module).
+
+The unit of storage is a whole on-policy segment of ``T`` steps for each of the ``E`` environments, with the
+behaviour probabilities ``mu``. A replay batch takes, for every environment ``e`` independently, env ``e``'s
+part of a uniformly drawn slot, using env ``e``'s own seeded generator (as SB2 and openai/baselines do,
+which decorrelates the ``E`` sequences of a batch). ``buffer_size`` counts steps per environment, so the
+memory holds ``buffer_size // T`` segments.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from sb3_acer.segment import Segment
+
+__all__ = ["SegmentReplayBuffer", "available_memory_bytes"]
+
+
+def available_memory_bytes() -> int | None:
+    """Memory currently available to a new allocation, or ``None`` if it cannot be read."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class SegmentReplayBuffer:
+    """Ring buffer of segments.
+
+    Args:
+        buffer_size: capacity in steps per environment (``buffer_size // n_steps`` segments).
+        n_steps: segment length ``T``.
+        n_envs: number of environments ``E``.
+        obs_shape: shape of one observation.
+        obs_dtype: dtype in which observations are stored (images stay ``uint8``).
+        n_actions: number of discrete actions ``A``.
+        seed: seed of the per-environment sampling generators.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: np.dtype,
+        n_actions: int,
+        seed: int | None = None,
+    ) -> None:
+        if n_steps <= 0 or n_envs <= 0 or n_actions <= 0:
+            raise ValueError(
+                f"n_steps, n_envs and n_actions must be positive, got {n_steps}, {n_envs}, {n_actions}"
+            )
+        if buffer_size < n_steps:
+            raise ValueError(
+                f"buffer_size ({buffer_size}) must be at least n_steps ({n_steps}) to hold one segment"
+            )
+        self.n_steps = n_steps
+        self.n_envs = n_envs
+        self.obs_shape = tuple(obs_shape)
+        self.obs_dtype = np.dtype(obs_dtype)
+        self.n_actions = n_actions
+        self.capacity = buffer_size // n_steps
+        self.next_idx = 0
+        self.num_in_buffer = 0
+
+        nbytes = self.estimate_nbytes(
+            self.capacity, n_steps, n_envs, self.obs_shape, self.obs_dtype, n_actions
+        )
+        available = available_memory_bytes()
+        if available is not None and nbytes > available:
+            warnings.warn(
+                f"The replay buffer needs about {nbytes / 1e9:.2f} GB but only {available / 1e9:.2f} GB are "
+                "available; reduce buffer_size or n_envs, or expect swapping or an out-of-memory error.",
+                ResourceWarning,
+                stacklevel=2,
+            )
+        slots, steps, envs = self.capacity, n_steps, n_envs
+        self.observations = np.zeros((slots, steps + 1, envs, *self.obs_shape), dtype=self.obs_dtype)
+        self.actions = np.zeros((slots, steps, envs), dtype=np.int64)
+        self.rewards = np.zeros((slots, steps, envs), dtype=np.float32)
+        self.mu_probs = np.zeros((slots, steps, envs, n_actions), dtype=np.float32)
+        self.terminated = np.zeros((slots, steps, envs), dtype=bool)
+        self.truncated = np.zeros((slots, steps, envs), dtype=bool)
+        self.episode_starts = np.zeros((slots, steps + 1, envs), dtype=bool)
+        # Observations at which an episode was truncated, per slot: (index [K, 2] of (t, e), obs [K, ...]).
+        empty = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, *self.obs_shape), dtype=self.obs_dtype))
+        self.final: list[tuple[np.ndarray, np.ndarray]] = [empty] * slots
+        self.seed(seed)
+
+    @staticmethod
+    def estimate_nbytes(
+        capacity: int,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: np.dtype,
+        n_actions: int,
+    ) -> int:
+        """Bytes the buffer's arrays take (excluding the rare truncation observations)."""
+        obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
+        per_step = 8 + 4 + 4 * n_actions + 1 + 1 + 1
+        return capacity * n_envs * ((n_steps + 1) * (obs_bytes + 1) + n_steps * per_step)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (
+            self.observations,
+            self.actions,
+            self.rewards,
+            self.mu_probs,
+            self.terminated,
+            self.truncated,
+            self.episode_starts,
+        )
+        return int(sum(array.nbytes for array in arrays))
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the per-environment sampling generators."""
+        children = np.random.SeedSequence(seed).spawn(self.n_envs)
+        self.rngs = [np.random.default_rng(child) for child in children]
+
+    def __len__(self) -> int:
+        """Number of segments stored."""
+        return self.num_in_buffer
+
+    def has_at_least(self, steps_per_env: int) -> bool:
+        """Whether at least ``steps_per_env // T`` segments are stored (SB2's ``has_atleast``)."""
+        return self.num_in_buffer > 0 and self.num_in_buffer >= steps_per_env // self.n_steps
+
+    def put(self, segment: Segment) -> None:
+        """Store a segment, overwriting the oldest when full."""
+        if segment.n_steps != self.n_steps or segment.n_envs != self.n_envs:
+            raise ValueError(
+                f"segment is [T={segment.n_steps}, E={segment.n_envs}] but the buffer holds "
+                f"[T={self.n_steps}, E={self.n_envs}]"
+            )
+        if segment.observations.shape[2:] != self.obs_shape:
+            raise ValueError(
+                f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
+            )
+        idx = self.next_idx
+        self.observations[idx] = segment.observations
+        self.actions[idx] = segment.actions
+        self.rewards[idx] = segment.rewards
+        self.mu_probs[idx] = segment.mu_probs
+        self.terminated[idx] = segment.terminated
+        self.truncated[idx] = segment.truncated
+        self.episode_starts[idx] = segment.episode_starts
+        self.final[idx] = (
+            segment.final_index.astype(np.int64, copy=True),
+            segment.final_observations.astype(self.obs_dtype, copy=True),
+        )
+        self.next_idx = (self.next_idx + 1) % self.capacity
+        self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
+
+    def sample_slots(self) -> np.ndarray:
+        """One uniformly drawn slot per environment, each from that environment's own generator."""
+        if self.num_in_buffer == 0:
+            raise RuntimeError("cannot sample from an empty replay buffer")
+        return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
+
+    def get(self, slots: np.ndarray) -> Segment:
+        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``."""
+        envs = np.arange(self.n_envs)
+
+        def take(array: np.ndarray) -> np.ndarray:
+            # array[slots, :, envs] puts the env axis first: [E, T(+1), ...] -> time-major.
+            return np.ascontiguousarray(np.swapaxes(array[slots, :, envs], 0, 1))
+
+        final_index, final_obs = [], []
+        for env, slot in enumerate(slots):
+            index, obs = self.final[slot]
+            mine = index[:, 1] == env
+            final_index.append(index[mine])
+            final_obs.append(obs[mine])
+        return Segment(
+            observations=take(self.observations),
+            actions=take(self.actions),
+            rewards=take(self.rewards),
+            mu_probs=take(self.mu_probs),
+            terminated=take(self.terminated),
+            truncated=take(self.truncated),
+            episode_starts=take(self.episode_starts),
+            final_index=np.concatenate(final_index, axis=0),
+            final_observations=np.concatenate(final_obs, axis=0),
+        )
+
+    def sample(self) -> Segment:
+        """A replay batch: for each environment, its segment from an independently drawn slot."""
+        return self.get(self.sample_slots())

@@ -1,0 +1,1 @@
+"""Runnable examples (``python -m sb3_acer.examples.cartpole``)."""

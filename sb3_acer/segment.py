@@ -1,0 +1,66 @@
+"""The record that crosses from the rollout to the replay buffer and the update: one segment of experience."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Segment"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``T`` consecutive steps of ``E`` environments, time-major (NumPy only; no torch in here).
+
+    Attributes:
+        observations: ``[T + 1, E, *obs_shape]`` observations ``x_0 .. x_T`` as the env returned them
+            (``x_T`` is the bootstrap observation), in the observation space's dtype.
+        actions: ``[T, E]`` int64 actions ``a_t``.
+        rewards: ``[T, E]`` float32 rewards ``r_t``.
+        mu_probs: ``[T, E, A]`` float32 behaviour probabilities ``mu(.|x_t)``.
+        terminated: ``[T, E]`` bool, the episode terminated after step ``t`` (cuts the return).
+        truncated: ``[T, E]`` bool, the episode was truncated after step ``t`` (bootstraps from
+            ``final_observations``).
+        episode_starts: ``[T + 1, E]`` bool, ``x_t`` is the first observation of an episode.
+        final_index: ``[K, 2]`` int64 ``(t, e)`` of every truncated step.
+        final_observations: ``[K, *obs_shape]`` the observation at which each of those episodes was cut.
+    """
+
+    observations: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    mu_probs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    episode_starts: np.ndarray
+    final_index: np.ndarray
+    final_observations: np.ndarray
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.actions.shape[0])
+
+    @property
+    def n_envs(self) -> int:
+        return int(self.actions.shape[1])
+
+    def __post_init__(self) -> None:
+        n_steps, n_envs = self.actions.shape
+        expected = {
+            "observations": (n_steps + 1, n_envs),
+            "rewards": (n_steps, n_envs),
+            "mu_probs": (n_steps, n_envs),
+            "terminated": (n_steps, n_envs),
+            "truncated": (n_steps, n_envs),
+            "episode_starts": (n_steps + 1, n_envs),
+        }
+        for name, lead in expected.items():
+            shape = getattr(self, name).shape
+            if shape[: len(lead)] != lead:
+                raise ValueError(f"Segment.{name} must start with shape {lead}, got {shape}")
+        if self.final_index.shape != (len(self.final_observations), 2):
+            raise ValueError(
+                f"Segment.final_index must be [K, 2] with K = {len(self.final_observations)}, "
+                f"got {self.final_index.shape}"
+            )

@@ -1,0 +1,255 @@
+"""Model files as data: a zip of JSON and tensors, read without unpickling.
+
+Layout of a model file (``format_version`` 1)::
+
+    data.json          algorithm, format version, library versions, hyperparameters, policy class and
+                       keyword arguments, observation and action spaces, counters
+    policy.pth         state dict of the policy          (torch.save; read with weights_only=True)
+    policy_avg.pth     state dict of the average policy network
+    optimizer.pth      state dict of the RMSProp optimizer
+
+Classes in ``policy_kwargs`` (activation functions, feature extractors) are stored by import path and
+resolved on load only if they are ``torch.nn.Module`` subclasses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import pathlib
+import tempfile
+import zipfile
+from typing import IO, Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from torch import nn
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "ModelFileError",
+    "decode_json_value",
+    "encode_json_value",
+    "read_model_file",
+    "space_from_json",
+    "space_to_json",
+    "write_model_file",
+]
+
+FORMAT_NAME = "sb3-acer"
+FORMAT_VERSION = 1
+DATA_ENTRY = "data.json"
+
+PathOrFile = str | pathlib.Path | IO[bytes] | io.BufferedIOBase
+
+
+class ModelFileError(ValueError):
+    """A model file is missing, damaged, of another algorithm or of an unsupported format version."""
+
+
+def space_to_json(space: spaces.Space) -> dict[str, Any]:
+    """Describe a Gymnasium space as JSON-compatible data."""
+    if isinstance(space, spaces.Box):
+        return {
+            "type": "Box",
+            "shape": list(space.shape),
+            "dtype": str(space.dtype),
+            "low": space.low.tolist(),
+            "high": space.high.tolist(),
+        }
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "dtype": str(space.dtype)}
+    if isinstance(space, spaces.MultiBinary):
+        n = space.n
+        return {"type": "MultiBinary", "n": n if isinstance(n, int) else list(n)}
+    raise ValueError(
+        f"cannot describe space {space} as data; supported: Box, Discrete, MultiDiscrete, MultiBinary"
+    )
+
+
+def _floats(values: Any) -> np.ndarray:
+    # JSON has no inf/nan literals in strict mode; json.dumps writes Infinity/NaN which json.loads reads back.
+    return np.asarray(values, dtype=np.float64)
+
+
+def space_from_json(data: dict[str, Any]) -> spaces.Space:
+    """Rebuild a space described by :func:`space_to_json`."""
+    kind = data.get("type")
+    if kind == "Box":
+        dtype = np.dtype(data["dtype"])
+        shape = tuple(data["shape"])
+        low = _floats(data["low"]).reshape(shape).astype(dtype)
+        high = _floats(data["high"]).reshape(shape).astype(dtype)
+        return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
+    if kind == "Discrete":
+        return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+    if kind == "MultiDiscrete":
+        return spaces.MultiDiscrete(np.asarray(data["nvec"]), dtype=data.get("dtype", "int64"))
+    if kind == "MultiBinary":
+        return spaces.MultiBinary(data["n"])
+    raise ModelFileError(f"unknown space type {kind!r} in model file")
+
+
+def encode_json_value(value: Any, where: str = "value") -> Any:
+    """Encode ``value`` (numbers, strings, lists, dicts, classes) as JSON data."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tuple | list):
+        return [encode_json_value(item, where) for item in value]
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise ValueError(f"{where}: dictionary keys must be strings to be saved, got {list(value)}")
+        return {key: encode_json_value(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, type):
+        return {"__class__": f"{value.__module__}:{value.__qualname__}"}
+    if isinstance(value, np.generic):
+        return value.item()
+    raise ValueError(
+        f"{where}: {value!r} ({type(value).__name__}) cannot be saved as data; use numbers, strings, "
+        "lists, dicts or classes"
+    )
+
+
+def _resolve_class(path: str) -> type:
+    module_name, _, qualname = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as error:
+        raise ModelFileError(f"model file names class {path!r}, which cannot be found: {error}") from error
+    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
+        raise ModelFileError(
+            f"model file names {path!r}, which is not a torch.nn.Module subclass; refusing it"
+        )
+    return obj
+
+
+def decode_json_value(value: Any) -> Any:
+    """Inverse of :func:`encode_json_value`."""
+    if isinstance(value, list):
+        return [decode_json_value(item) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {"__class__"}:
+            return _resolve_class(value["__class__"])
+        return {key: decode_json_value(item) for key, item in value.items()}
+    return value
+
+
+def _tensor_bytes(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    th.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: dict[str, Any]) -> None:
+    """Write ``data`` (JSON) and ``tensors`` (state dicts) as a model file.
+
+    A path is written atomically: the file is written beside the target and renamed over it, so an
+    interrupted save never leaves a damaged file at ``path``. ``.zip`` is appended when ``path`` has no
+    suffix.
+    """
+    payload = json.dumps(data, indent=2, sort_keys=True).encode()
+    entries = {DATA_ENTRY: payload, **{f"{name}.pth": _tensor_bytes(obj) for name, obj in tensors.items()}}
+
+    def write(target: IO[bytes]) -> None:
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, content in entries.items():
+                archive.writestr(name, content)
+
+    if not isinstance(path_or_file, str | pathlib.Path):
+        write(path_or_file)  # type: ignore[arg-type]
+        return
+    path = pathlib.Path(path_or_file)
+    if path.suffix == "":
+        path = path.with_suffix(".zip")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as tmp:
+            write(tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+        raise
+
+
+def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
+    if isinstance(path_or_file, str | pathlib.Path):
+        path = pathlib.Path(path_or_file)
+        if not path.exists() and path.suffix == "":
+            path = path.with_suffix(".zip")
+        if not path.exists():
+            raise FileNotFoundError(f"no model file at {path}")
+        source: Any = path
+    else:
+        source = path_or_file
+    try:
+        return zipfile.ZipFile(source, "r")
+    except zipfile.BadZipFile as error:
+        raise ModelFileError(
+            f"{path_or_file} is not a model file (not a zip archive or truncated): {error}"
+        ) from error
+
+
+def read_model_file(
+    path_or_file: PathOrFile, device: th.device | str = "cpu", algorithm: str = "ACER"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read a model file written by :func:`write_model_file`, without unpickling anything.
+
+    Returns:
+        The JSON data and the tensors by name.
+
+    Raises:
+        FileNotFoundError: no file at the path.
+        ModelFileError: not a zip, truncated or corrupt, another algorithm's file, or a newer format.
+    """
+    with _open_archive(path_or_file) as archive:
+        try:
+            names = archive.namelist()
+            if DATA_ENTRY not in names:
+                raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
+            try:
+                data = json.loads(archive.read(DATA_ENTRY))
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                raise ModelFileError(f"{path_or_file}: {DATA_ENTRY} is corrupt: {error}") from error
+            if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+                raise ModelFileError(
+                    f"{path_or_file} is not an sb3-acer model file "
+                    "(SB3 model files, which unpickle code, are not read)"
+                )
+            if data.get("algorithm") != algorithm:
+                raise ModelFileError(
+                    f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
+                )
+            version = data.get("format_version")
+            if not isinstance(version, int) or version > FORMAT_VERSION:
+                raise ModelFileError(
+                    f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
+                    f"({FORMAT_VERSION}); upgrade sb3-acer"
+                )
+            tensors: dict[str, Any] = {}
+            for name in names:
+                if not name.endswith(".pth"):
+                    continue
+                try:
+                    tensors[name[: -len(".pth")]] = th.load(
+                        io.BytesIO(archive.read(name)), map_location=device, weights_only=True
+                    )
+                except Exception as error:
+                    raise ModelFileError(
+                        f"{path_or_file}: entry {name} is corrupt or holds something other than tensors "
+                        f"(it is never unpickled as code): {error}"
+                    ) from error
+        except (zipfile.BadZipFile, EOFError, OSError) as error:
+            raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
+    return data, tensors
