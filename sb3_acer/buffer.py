@@ -107,9 +107,11 @@ class SegmentReplayBuffer:
         obs_dtype: np.dtype,
         n_actions: int,
     ) -> int:
-        """Bytes the buffer's arrays take (excluding the rare truncation observations)."""
+        """Bytes the buffer's arrays take (excluding the rare truncation observations); equals ``nbytes``."""
         obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
-        per_step = 8 + 4 + 4 * n_actions + 1 + 1 + 1
+        # Per step: action (int64), reward (float32), mu (A x float32), terminated and truncated (bool).
+        per_step = 8 + 4 + 4 * n_actions + 1 + 1
+        # Per observation row (T + 1 of them): the observation and its episode_starts flag (bool).
         return capacity * n_envs * ((n_steps + 1) * (obs_bytes + 1) + n_steps * per_step)
 
     @property
@@ -149,6 +151,11 @@ class SegmentReplayBuffer:
             raise ValueError(
                 f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
             )
+        if segment.mu_probs.shape[2:] != (self.n_actions,):
+            # A trailing size of 1 would otherwise be broadcast silently over the actions.
+            raise ValueError(
+                f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
+            )
         idx = self.next_idx
         self.observations[idx] = segment.observations
         self.actions[idx] = segment.actions
@@ -171,7 +178,19 @@ class SegmentReplayBuffer:
         return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
 
     def get(self, slots: np.ndarray) -> Segment:
-        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``."""
+        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``.
+
+        The truncation rows (``final_index``, ``final_observations``) of env ``e`` come from slot ``slots[e]``
+        and are returned in ``(t, e)`` order, the order in which the rollout records them.
+
+        Raises:
+            ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
+        """
+        slots = np.asarray(slots)
+        if slots.shape != (self.n_envs,):
+            raise ValueError(f"slots must have shape ({self.n_envs},), got {slots.shape}")
+        if slots.size and (slots.min() < 0 or slots.max() >= self.num_in_buffer):
+            raise ValueError(f"slots must lie in [0, {self.num_in_buffer}), got {slots.tolist()}")
         envs = np.arange(self.n_envs)
 
         def take(array: np.ndarray) -> np.ndarray:
@@ -184,6 +203,8 @@ class SegmentReplayBuffer:
             mine = index[:, 1] == env
             final_index.append(index[mine])
             final_obs.append(obs[mine])
+        final_index_all = np.concatenate(final_index, axis=0)
+        order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
         return Segment(
             observations=take(self.observations),
             actions=take(self.actions),
@@ -192,8 +213,8 @@ class SegmentReplayBuffer:
             terminated=take(self.terminated),
             truncated=take(self.truncated),
             episode_starts=take(self.episode_starts),
-            final_index=np.concatenate(final_index, axis=0),
-            final_observations=np.concatenate(final_obs, axis=0),
+            final_index=final_index_all[order],
+            final_observations=np.concatenate(final_obs, axis=0)[order],
         )
 
     def sample(self) -> Segment:

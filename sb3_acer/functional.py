@@ -189,6 +189,12 @@ def retrace_targets(
         )
     if (truncated is None) != (truncation_values is None):
         raise ValueError("truncated and truncation_values must be given together")
+    if truncated is not None and truncation_values is not None:
+        for name, tensor in (("truncated", truncated), ("truncation_values", truncation_values)):
+            if tensor.shape != rewards.shape:
+                raise ValueError(
+                    f"{name} shape {tuple(tensor.shape)} != rewards shape {tuple(rewards.shape)}"
+                )
     with th.no_grad():
         not_terminated = 1.0 - terminated.to(rewards.dtype)
         q_ret = th.empty_like(rewards)
@@ -237,6 +243,8 @@ def acer_policy_loss(
         raise ValueError("q_values and rho must have the shape of pi_probs [T, B, A]")
     if values.shape != pi_probs.shape[:2] or q_ret.shape != pi_probs.shape[:2]:
         raise ValueError(f"values and q_ret must be [T, B] = {tuple(pi_probs.shape[:2])}")
+    if actions.shape != pi_probs.shape[:2]:
+        raise ValueError(f"actions shape {tuple(actions.shape)} != [T, B] = {tuple(pi_probs.shape[:2])}")
     log_pi = th.log(pi_probs + eps)
     log_pi_i = log_pi.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
     rho_i = rho.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
@@ -256,6 +264,8 @@ def categorical_entropy(probs: th.Tensor, eps: float = EPS) -> th.Tensor:
 
 def categorical_kl(*, p_probs: th.Tensor, q_probs: th.Tensor, eps: float = EPS) -> th.Tensor:
     """``KL(p || q) = sum_a p(a) (log p(a) - log q(a))`` over the last axis."""
+    if p_probs.shape != q_probs.shape:
+        raise ValueError(f"p_probs shape {tuple(p_probs.shape)} != q_probs shape {tuple(q_probs.shape)}")
     return (p_probs * (th.log(p_probs + eps) - th.log(q_probs + eps))).sum(-1)
 
 
@@ -264,6 +274,10 @@ def kl_gradient(*, avg_probs: th.Tensor, pi_probs: th.Tensor, eps: float = EPS) 
 
     Taken in probability space, as in the paper and openai/baselines.
     """
+    if avg_probs.shape != pi_probs.shape:
+        raise ValueError(
+            f"avg_probs shape {tuple(avg_probs.shape)} != pi_probs shape {tuple(pi_probs.shape)}"
+        )
     return -avg_probs / (pi_probs + eps)
 
 
@@ -292,8 +306,20 @@ def trust_region_projection(*, g: th.Tensor, k: th.Tensor, delta: float, eps: fl
 
 
 def explained_variance(*, y_pred: th.Tensor, y_true: th.Tensor) -> float:
-    """``1 - Var(y_true - y_pred) / Var(y_true)``; ``nan`` when ``y_true`` is constant."""
-    var_y = th.var(y_true)
-    if var_y.item() == 0:
+    """``1 - Var(y_true - y_pred) / Var(y_true)``; ``nan`` when ``y_true`` is constant (or empty).
+
+    The variances are population variances (as ``np.var`` in SB2/SB3; the ratio does not depend on the
+    choice). Constancy is tested exactly, element by element, because the variance of a constant float32
+    tensor can come out as a tiny positive number (``Var([0.1] * 7) ~ 6e-17``), which would turn the ratio
+    into a huge meaningless value.
+
+    Raises:
+        ValueError: if ``y_pred`` and ``y_true`` differ in shape (broadcasting would silently mix samples).
+    """
+    if y_pred.shape != y_true.shape:
+        raise ValueError(f"y_pred shape {tuple(y_pred.shape)} != y_true shape {tuple(y_true.shape)}")
+    flat = y_true.reshape(-1)
+    if flat.numel() == 0 or bool((flat == flat[0]).all()):
         return float("nan")
-    return float(1.0 - th.var(y_true - y_pred) / var_y)
+    var_y = th.var(y_true, correction=0)
+    return float(1.0 - th.var(y_true - y_pred, correction=0) / var_y)

@@ -46,6 +46,8 @@ class Segment:
         return int(self.actions.shape[1])
 
     def __post_init__(self) -> None:
+        if self.actions.ndim != 2:
+            raise ValueError(f"Segment.actions must be [T, E], got shape {self.actions.shape}")
         n_steps, n_envs = self.actions.shape
         expected = {
             "observations": (n_steps + 1, n_envs),
@@ -59,8 +61,24 @@ class Segment:
             shape = getattr(self, name).shape
             if shape[: len(lead)] != lead:
                 raise ValueError(f"Segment.{name} must start with shape {lead}, got {shape}")
+        if self.mu_probs.ndim != 3:
+            raise ValueError(f"Segment.mu_probs must be [T, E, A], got shape {self.mu_probs.shape}")
+        if self.final_observations.shape[1:] != self.observations.shape[2:]:
+            raise ValueError(
+                f"Segment.final_observations must be [K, *obs_shape] with obs_shape = "
+                f"{self.observations.shape[2:]}, got {self.final_observations.shape}"
+            )
         if self.final_index.shape != (len(self.final_observations), 2):
             raise ValueError(
                 f"Segment.final_index must be [K, 2] with K = {len(self.final_observations)}, "
                 f"got {self.final_index.shape}"
+            )
+        if len(self.final_index) and not (
+            (self.final_index >= 0).all()
+            and (self.final_index[:, 0] < n_steps).all()
+            and (self.final_index[:, 1] < n_envs).all()
+        ):
+            raise ValueError(
+                f"Segment.final_index rows (t, e) must lie in [0, {n_steps}) x [0, {n_envs}), "
+                f"got {self.final_index.tolist()}"
             )
