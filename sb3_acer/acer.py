@@ -17,9 +17,10 @@ import numpy as np
 import stable_baselines3
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import (
@@ -234,6 +235,11 @@ class ACER(BaseAlgorithm):
         if policy_kwargs is not None:
             policy_class = self.policy_aliases[policy] if isinstance(policy, str) else policy
             _check_policy_kwargs(policy_class, policy_kwargs)
+        if env is not None:
+            # Refuse unsupported spaces before BaseAlgorithm wraps the env: its own checks are asserts
+            # (e.g. on unbounded Box actions) or name another algorithm's policies (Dict observations).
+            env = maybe_make_env(env, verbose)
+            self._check_spaces(env.observation_space, env.action_space)
         if num_procs is not None:
             th.set_num_threads(int(num_procs))
 
@@ -269,8 +275,6 @@ class ACER(BaseAlgorithm):
         self._n_replay_updates = 0
         self._replay_rng = np.random.default_rng(seed)
 
-        if self.env is not None:
-            self._check_spaces(self.observation_space, self.action_space)
         if _init_setup_model:
             self._setup_model()
 
@@ -289,6 +293,14 @@ class ACER(BaseAlgorithm):
                 "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
                 f"got {observation_space}"
             )
+        # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
+        # with another start would silently get wrong actions or fail deep inside the network.
+        for kind, space in (("action", action_space), ("observation", observation_space)):
+            if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
+                raise UnsupportedSpaceError(
+                    f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
+                    f"(start={space.start}); shift the {kind}s with a wrapper"
+                )
 
     @property  # type: ignore[override]
     def lr_schedule(self) -> str:
@@ -574,6 +586,9 @@ class ACER(BaseAlgorithm):
                 f"observation must be an array for {self.observation_space}, got {type(observation)}"
             )
         array = np.asarray(observation)
+        if is_image_space(self.observation_space):
+            # The model sees images channel-first (VecTransposeImage); accept them as the env returns them.
+            array = maybe_transpose(array, self.observation_space)
         shape = self.observation_space.shape or ()
         if array.shape != shape and array.shape[1:] != shape:
             raise ValueError(
@@ -639,15 +654,16 @@ class ACER(BaseAlgorithm):
                 f"set_env: the new environment's spaces differ from the model's: {error}"
             ) from error
         self._vec_normalize_env = unwrap_vec_normalize(env)
-        if force_reset:
-            self._last_obs = None
         n_envs_changed = env.num_envs != getattr(self, "n_envs", None)
+        if force_reset or n_envs_changed:
+            self._last_obs = None
+            self._last_episode_starts = None
         self.n_envs = env.num_envs
         self.env = env
-        if n_envs_changed or self.replay_buffer is None:
-            self._last_obs = None
-            if hasattr(self, "policy"):
-                self._make_replay_buffer()
+        if hasattr(self, "policy") and (
+            n_envs_changed or (self.replay_buffer is None and self.replay_ratio > 0)
+        ):
+            self._make_replay_buffer()
 
     # ------------------------------------------------------------------ parameters and files
 
@@ -655,8 +671,14 @@ class ACER(BaseAlgorithm):
         return ["policy", "policy_avg", "optimizer"], []
 
     def get_parameters(self) -> dict[str, dict]:
-        """State dicts of ``policy``, ``policy_avg`` and ``optimizer``."""
-        return {name: getattr(self, name).state_dict() for name in self._get_torch_save_params()[0]}
+        """Copies of the state dicts of ``policy``, ``policy_avg`` and ``optimizer``.
+
+        They are copies (as SB2's arrays were), so that training afterwards does not change them and
+        ``set_parameters`` can restore them.
+        """
+        return {
+            name: copy.deepcopy(getattr(self, name).state_dict()) for name in self._get_torch_save_params()[0]
+        }
 
     def set_parameters(  # type: ignore[override]
         self,
@@ -700,13 +722,20 @@ class ACER(BaseAlgorithm):
                     raise RuntimeError(
                         f"{name}.{key}: shape {tuple(th.as_tensor(tensor).shape)} != {tuple(own[key].shape)}"
                     )
-        for name, state in params.items():
-            if name == "optimizer":
-                self.optimizer.load_state_dict(state)
-            else:
-                getattr(self, name).load_state_dict(
-                    {key: th.as_tensor(value) for key, value in state.items()}, strict=exact_match
-                )
+        backup = self.get_parameters()
+        try:
+            for name, state in params.items():
+                if name == "optimizer":
+                    self.optimizer.load_state_dict(state)
+                else:
+                    getattr(self, name).load_state_dict(
+                        {key: th.as_tensor(value) for key, value in state.items()}, strict=exact_match
+                    )
+        except Exception:
+            # E.g. an optimizer state of another network: restore everything loaded so far.
+            for name, state in backup.items():
+                getattr(self, name).load_state_dict(state)
+            raise
 
     def _policy_class_name(self) -> str:
         for alias, cls in self.policy_aliases.items():
@@ -778,11 +807,14 @@ class ACER(BaseAlgorithm):
             env: environment to continue training on (``None``: prediction only). Its spaces must match.
             device: device to load onto.
             custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
-                ``{"learning_rate": 1e-4}``.
+                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``).
             print_system_info: print the versions the file was saved with.
-            force_reset: reset the environment before training.
-            kwargs: hyperparameters to change (``policy_kwargs`` must equal the saved ones).
+            force_reset: accepted for SB3 compatibility; the environment's state is not saved, so the
+                first ``learn`` after loading always resets it.
+            kwargs: hyperparameters to change (``policy_kwargs`` must equal the saved ones); SB2's
+                ``policy=...`` is accepted too.
         """
+        del force_reset
         data, tensors = read_model_file(path, device="cpu")
         if print_system_info:
             print("Saved with:", data.get("versions"))
@@ -792,21 +824,37 @@ class ACER(BaseAlgorithm):
             saved_policy_kwargs = decode_json_value(data["policy_kwargs"])
             observation_space = space_from_json(data["observation_space"])
             action_space = space_from_json(data["action_space"])
+            policy_name = data["policy_class"]
         except KeyError as error:
             raise ModelFileError(f"{path}: data.json lacks the entry {error}") from error
-        if "policy_kwargs" in kwargs and kwargs["policy_kwargs"] not in (None, saved_policy_kwargs):
+        given_policy_kwargs = kwargs.get("policy_kwargs")
+        if (
+            given_policy_kwargs is not None
+            and decode_json_value(
+                encode_json_value(given_policy_kwargs, "policy_kwargs")  # as saved: tuples become lists
+            )
+            != saved_policy_kwargs
+        ):
             raise ValueError(
                 f"the given policy_kwargs {kwargs['policy_kwargs']} differ from the saved ones "
                 f"{saved_policy_kwargs}"
             )
         kwargs.pop("policy_kwargs", None)
-        policy_class: Any = custom_objects.pop("policy_class", custom_objects.pop("policy", None))
+        # SB2 passed the policy as ``load(path, policy=...)``; SB3 as custom_objects.
+        policy_class: Any = next(
+            (
+                source.pop(key)
+                for source in (custom_objects, kwargs)
+                for key in ("policy_class", "policy")
+                if key in source
+            ),
+            None,
+        )
         if policy_class is None:
-            name = data["policy_class"]
             policy_class = (
-                cls.policy_aliases[name]
-                if name in cls.policy_aliases
-                else decode_json_value({"__class__": name})
+                cls.policy_aliases[policy_name]
+                if policy_name in cls.policy_aliases
+                else decode_json_value({"__class__": policy_name})
             )
         for key, value in {**custom_objects, **kwargs}.items():
             if key not in HYPERPARAMETERS:
@@ -843,8 +891,6 @@ class ACER(BaseAlgorithm):
         model._n_updates = int(data.get("n_updates", 0))
         model._n_replay_updates = int(data.get("n_replay_updates", 0))
         model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
-        if not force_reset:
-            model._last_obs = None
         return model
 
 

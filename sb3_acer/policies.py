@@ -24,7 +24,7 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-__all__ = ["ACERPolicy", "CnnPolicy", "MlpPolicy", "PolicyOutput"]
+__all__ = ["ACERPolicy", "CnnPolicy", "MlpPolicy", "PolicyOutput", "parse_net_arch"]
 
 
 class PolicyOutput(NamedTuple):
@@ -39,15 +39,55 @@ class PolicyOutput(NamedTuple):
     q_values: th.Tensor
 
 
+def _layer_sizes(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0 for size in value
+    ):
+        raise ValueError(f"net_arch: {where} must be a list of positive layer sizes, got {value!r}")
+    return [int(size) for size in value]
+
+
+def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int]]:
+    """Split an SB2-style ``net_arch`` into (shared layers, policy tower, Q tower).
+
+    ``[64, 64]`` -> shared ``[64, 64]``; ``dict(pi=[64], qf=[64])`` -> separate towers;
+    ``[64, dict(pi=[32], qf=[32])]`` -> both. ``vf`` is accepted as SB2's name for ``qf``.
+
+    Raises:
+        ValueError: for any other form.
+    """
+    if isinstance(net_arch, dict):
+        shared: list[Any] = []
+        towers: dict[str, Any] | None = net_arch
+    elif isinstance(net_arch, list | tuple):
+        if net_arch and isinstance(net_arch[-1], dict):
+            shared, towers = list(net_arch[:-1]), net_arch[-1]
+        else:
+            shared, towers = list(net_arch), None
+    else:
+        raise ValueError(f"net_arch must be a list or a dict, got {net_arch!r}")
+    shared_layers = _layer_sizes(shared, "the shared part")
+    if towers is None:
+        return shared_layers, [], []
+    unknown = set(towers) - {"pi", "qf", "vf"}
+    if unknown or ("qf" in towers and "vf" in towers):
+        raise ValueError(f"net_arch dict keys must be 'pi' and 'qf' (or 'vf'), got {sorted(towers)}")
+    pi_layers = _layer_sizes(towers.get("pi", []), "pi")
+    qf_layers = _layer_sizes(towers.get("qf", towers.get("vf", [])), "qf")
+    return shared_layers, pi_layers, qf_layers
+
+
 class ACERPolicy(BasePolicy):
     """Feed-forward ACER policy: ``pi(.|x) = softmax(logits(x))`` and ``Q(x, .)``.
 
     Args:
         observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``).
         action_space: a ``Discrete`` action space.
-        net_arch: hidden layers after the feature extractor, SB3 style: a list of ints shared by both
-            heads, or ``dict(pi=[...], qf=[...])`` for separate towers (``vf`` is accepted for ``qf``, as
-            in SB2). Default ``dict(pi=[64, 64], qf=[64, 64])`` for vector inputs, ``[]`` for images.
+        net_arch: hidden layers after the feature extractor, SB2 style: a list of ints gives layers shared
+            by both heads, ``dict(pi=[...], qf=[...])`` separate towers (``vf`` is accepted for ``qf``, as
+            in SB2), and a list of ints ending with such a dict both, e.g.
+            ``[64, dict(pi=[32], qf=[32])]``. Default ``dict(pi=[64, 64], qf=[64, 64])`` for vector
+            inputs, ``[]`` for images.
         activation_fn: activation of the hidden layers (default ``nn.Tanh``).
         ortho_init: orthogonal initialisation of the weights.
         features_extractor_class: SB3 feature extractor (``FlattenExtractor`` or ``NatureCNN``, ...).
@@ -79,15 +119,7 @@ class ACERPolicy(BasePolicy):
             net_arch = (
                 [] if issubclass(features_extractor_class, NatureCNN) else dict(pi=[64, 64], qf=[64, 64])
             )
-        if isinstance(net_arch, dict):
-            unknown = set(net_arch) - {"pi", "qf", "vf"}
-            if unknown:
-                raise ValueError(f"net_arch dict keys must be 'pi' and 'qf' (or 'vf'), got {sorted(unknown)}")
-            extractor_arch: list[int] | dict[str, list[int]] = dict(
-                pi=list(net_arch.get("pi", [])), vf=list(net_arch.get("qf", net_arch.get("vf", [])))
-            )
-        else:
-            extractor_arch = list(net_arch)
+        shared_layers, pi_layers, qf_layers = parse_net_arch(net_arch)
         self.net_arch = net_arch
         self.activation_fn = activation_fn
         self.ortho_init = ortho_init
@@ -95,14 +127,21 @@ class ACERPolicy(BasePolicy):
 
         self.features_extractor = self.make_features_extractor()
         self.features_dim = self.features_extractor.features_dim
+        shared: list[nn.Module] = []
+        latent_dim = self.features_dim
+        for size in shared_layers:
+            shared += [nn.Linear(latent_dim, size), activation_fn()]
+            latent_dim = size
+        self.shared_net = nn.Sequential(*shared)
         self.mlp_extractor = MlpExtractor(
-            self.features_dim, net_arch=extractor_arch, activation_fn=activation_fn
+            latent_dim, net_arch=dict(pi=pi_layers, vf=qf_layers), activation_fn=activation_fn
         )
         self.action_net = nn.Linear(self.mlp_extractor.latent_dim_pi, self.n_actions)
         self.q_net = nn.Linear(self.mlp_extractor.latent_dim_vf, self.n_actions)
         if ortho_init:
             gains = {
                 self.features_extractor: np.sqrt(2),
+                self.shared_net: np.sqrt(2),
                 self.mlp_extractor: np.sqrt(2),
                 self.action_net: 0.01,
                 self.q_net: 0.01,
@@ -117,7 +156,7 @@ class ACERPolicy(BasePolicy):
 
     def forward(self, obs: PyTorchObs) -> PolicyOutput:
         """Policy logits and action values for a batch of (unprocessed) observations."""
-        features = self.extract_features(obs, self.features_extractor)
+        features = self.shared_net(self.extract_features(obs, self.features_extractor))
         latent_pi, latent_q = self.mlp_extractor(features)
         return PolicyOutput(logits=self.action_net(latent_pi), q_values=self.q_net(latent_q))
 

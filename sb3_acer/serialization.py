@@ -8,8 +8,10 @@ Layout of a model file (``format_version`` 1)::
     policy_avg.pth     state dict of the average policy network
     optimizer.pth      state dict of the RMSProp optimizer
 
-Classes in ``policy_kwargs`` (activation functions, feature extractors) are stored by import path and
-resolved on load only if they are ``torch.nn.Module`` subclasses.
+Classes in ``policy_kwargs`` (activation functions, feature extractors) and custom policy classes are
+stored by import path and resolved on load only if they are ``torch.nn.Module`` subclasses. Loading never
+imports a module the file names unless it belongs to torch, Stable-Baselines3 or sb3-acer (importing runs
+the module's code): import your own module first, or pass the class in ``custom_objects``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import io
 import json
 import os
 import pathlib
+import sys
 import tempfile
 import zipfile
+import zlib
 from typing import IO, Any
 
 import numpy as np
@@ -116,8 +120,18 @@ def encode_json_value(value: Any, where: str = "value") -> Any:
     )
 
 
+#: Packages from which a model file may name classes that are not imported yet.
+TRUSTED_PACKAGES = ("torch", "stable_baselines3", "sb3_acer")
+
+
 def _resolve_class(path: str) -> type:
     module_name, _, qualname = path.partition(":")
+    if module_name not in sys.modules and module_name.split(".")[0] not in TRUSTED_PACKAGES:
+        raise ModelFileError(
+            f"model file names class {path!r} from module {module_name!r}, which is not imported; a model "
+            "file never imports modules (that would run their code): import it first, or pass the class "
+            "in custom_objects"
+        )
     try:
         obj: Any = importlib.import_module(module_name)
         for part in qualname.split("."):
@@ -250,6 +264,6 @@ def read_model_file(
                         f"{path_or_file}: entry {name} is corrupt or holds something other than tensors "
                         f"(it is never unpickled as code): {error}"
                     ) from error
-        except (zipfile.BadZipFile, EOFError, OSError) as error:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
             raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
     return data, tensors

@@ -1,0 +1,194 @@
+"""ACER against SB3's A2C and PPO (rl-baselines3-zoo hyperparameters) on CartPole-v1 and Acrobot-v1.
+
+All runs happen side by side in one process, one after the other, with ``torch.set_num_threads(1)``. For each
+(algorithm, environment, seed) the script reports:
+
+* the env steps (and wall-clock seconds) until the mean return of the last 20 *training* episodes (Monitor)
+  first reaches the threshold (CartPole-v1: 475, Acrobot-v1: -100);
+* the final deterministic evaluation return (20 episodes on a separately seeded env);
+* the training throughput in env steps per second.
+
+Usage::
+
+    python benchmarks/classic_control.py --seeds 0 1 2 --out docs/benchmarks/classic_control.json
+
+and ``--markdown`` prints the table used in ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch as th
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import ThresholdTracker
+from sb3_acer import ACER
+from sb3_acer.presets import load_preset
+
+THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
+
+
+def linear(initial: float) -> Callable[[float], float]:
+    return lambda progress_remaining: progress_remaining * initial
+
+
+# rl-baselines3-zoo hyperparameters (hyperparams/{a2c,ppo}.yml) for the peers.
+ZOO: dict[tuple[str, str], dict[str, Any]] = {
+    ("PPO", "CartPole-v1"): dict(
+        n_envs=8,
+        n_timesteps=100_000,
+        normalize=False,
+        kwargs=dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=linear(1e-3),
+            clip_range=linear(0.2),
+        ),
+    ),
+    ("A2C", "CartPole-v1"): dict(n_envs=8, n_timesteps=200_000, normalize=False, kwargs=dict(ent_coef=0.0)),
+    ("PPO", "Acrobot-v1"): dict(
+        n_envs=16,
+        n_timesteps=200_000,
+        normalize=True,
+        kwargs=dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
+    ),
+    ("A2C", "Acrobot-v1"): dict(n_envs=16, n_timesteps=200_000, normalize=True, kwargs=dict(ent_coef=0.0)),
+}
+
+
+@dataclass
+class RunResult:
+    algo: str
+    env_id: str
+    seed: int
+    n_timesteps: int
+    steps_to_threshold: int | None
+    seconds_to_threshold: float | None
+    final_eval_mean: float
+    final_eval_std: float
+    steps_per_second: float
+    train_seconds: float
+
+
+def make_run(algo: str, env_id: str, seed: int, budget_scale: float) -> tuple[BaseAlgorithm, VecEnv, int]:
+    if algo == "ACER":
+        preset = load_preset(env_id)
+        n_envs, n_timesteps, normalize = preset.n_envs, preset.n_timesteps, preset.normalize
+        kwargs = dict(preset.hyperparameters)
+    else:
+        spec = ZOO[(algo, env_id)]
+        n_envs, n_timesteps, normalize = spec["n_envs"], spec["n_timesteps"], spec["normalize"]
+        kwargs = dict(spec["kwargs"])
+    env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    if normalize:
+        env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
+    cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO}[algo]
+    model = cls("MlpPolicy", env, seed=seed, **kwargs)
+    return model, env, int(n_timesteps * budget_scale)
+
+
+def run_one(algo: str, env_id: str, seed: int, budget_scale: float, eval_episodes: int) -> RunResult:
+    model, env, n_timesteps = make_run(algo, env_id, seed, budget_scale)
+    tracker = ThresholdTracker(THRESHOLDS[env_id], window=20)
+    start = time.perf_counter()
+    model.learn(n_timesteps, callback=tracker)
+    train_seconds = time.perf_counter() - start
+    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+    if isinstance(env, VecNormalize):
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        eval_env.obs_rms = env.obs_rms
+    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+    return RunResult(
+        algo=algo,
+        env_id=env_id,
+        seed=seed,
+        n_timesteps=model.num_timesteps,
+        steps_to_threshold=tracker.steps_to_threshold,
+        seconds_to_threshold=tracker.seconds_to_threshold,
+        final_eval_mean=float(mean),  # type: ignore[arg-type]
+        final_eval_std=float(std),
+        steps_per_second=model.num_timesteps / train_seconds,
+        train_seconds=train_seconds,
+    )
+
+
+def summarise(results: list[RunResult]) -> str:
+    lines = [
+        "| env | algo | seeds solved | median steps to threshold | median seconds to threshold "
+        "| final eval (mean ± std over seeds) | env steps/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r.env_id, r.algo) for r in results})
+    for env_id, algo in keys:
+        runs = [r for r in results if r.env_id == env_id and r.algo == algo]
+        solved = [r for r in runs if r.steps_to_threshold is not None]
+        steps = statistics.median([r.steps_to_threshold for r in solved]) if solved else None  # type: ignore[type-var]
+        secs = statistics.median([r.seconds_to_threshold for r in solved]) if solved else None  # type: ignore[type-var]
+        evals = [r.final_eval_mean for r in runs]
+        spread = statistics.pstdev(evals) if len(evals) > 1 else 0.0
+        lines.append(
+            f"| {env_id} | {algo} | {len(solved)}/{len(runs)} | "
+            f"{'-' if steps is None else f'{steps:,.0f}'} | {'-' if secs is None else f'{secs:.1f}'} | "
+            f"{statistics.mean(evals):.1f} ± {spread:.1f} | "
+            f"{statistics.median([r.steps_per_second for r in runs]):,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--envs", nargs="+", default=list(THRESHOLDS))
+    parser.add_argument("--algos", nargs="+", default=["ACER", "PPO", "A2C"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every training budget")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for every run")
+    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    args = parser.parse_args(argv)
+
+    th.set_num_threads(args.threads)
+    results: list[RunResult] = []
+    for env_id in args.envs:
+        for algo in args.algos:
+            for seed in args.seeds:
+                result = run_one(algo, env_id, seed, args.budget_scale, args.eval_episodes)
+                results.append(result)
+                print(json.dumps(asdict(result)), flush=True)
+    table = summarise(results)
+    print(table)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "command": "python benchmarks/classic_control.py " + " ".join(argv or sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}",
+            "python": platform.python_version(),
+            "torch": th.__version__,
+        }
+        args.out.write_text(json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class ObservationSpaceEnv(gym.Env):
+    """Any observation space, ``n_actions`` discrete actions; reward 1 when the action equals a fixed
+    function of the observation. Episodes end (terminate) after ``ep_length`` steps."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, observation_space: spaces.Space, n_actions: int = 3, ep_length: int = 10) -> None:
+        self.observation_space = observation_space
+        self.action_space = spaces.Discrete(n_actions)
+        self.ep_length = ep_length
+        self._steps = 0
+        self._obs: Any = None
+
+    def _target(self) -> int:
+        return int(np.sum(np.asarray(self._obs, dtype=np.float64)) * 7) % int(self.action_space.n)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.observation_space.seed(int(self.np_random.integers(2**31)))
+        self._steps = 0
+        self._obs = self.observation_space.sample()
+        return self._obs, {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict]:
+        reward = float(int(action) == self._target())
+        self._steps += 1
+        self._obs = self.observation_space.sample()
+        return self._obs, reward, self._steps >= self.ep_length, False, {}
+
+
+class CounterEnv(gym.Env):
+    """Observation ``[t]`` (steps taken in the episode), reward 1 per step, terminates when ``t`` reaches
+    ``terminate_at``. Wrap it in ``TimeLimit`` to truncate instead."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, terminate_at: int) -> None:
+        self.observation_space = spaces.Box(0.0, 100.0, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.terminate_at = terminate_at
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._t = 0
+        return np.array([0.0], dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._t += 1
+        return np.array([self._t], dtype=np.float32), 1.0, self._t >= self.terminate_at, False, {}
+
+
+class ResetCounter(gym.Wrapper):
+    """Counts calls to ``reset``."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.n_resets = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        self.n_resets += 1
+        return self.env.reset(**kwargs)

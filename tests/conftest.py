@@ -1,0 +1,32 @@
+"""Shared test set-up: one torch thread, RNG state restored around every test."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch as th
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread() -> Iterator[None]:
+    # The tests run on few, shared cores: OpenMP threads spinning against other processes make the tiny
+    # networks here 10x slower than one thread.
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _restore_rng_and_threads() -> Iterator[None]:
+    # ACER(seed=...) seeds the global generators and num_procs sets torch's thread count: undo both.
+    python_state, numpy_state, torch_state = random.getstate(), np.random.get_state(), th.get_rng_state()
+    threads = th.get_num_threads()
+    yield
+    random.setstate(python_state)
+    np.random.set_state(numpy_state)
+    th.set_rng_state(torch_state)
+    th.set_num_threads(threads)

@@ -1,0 +1,485 @@
+"""Model files: what they hold, that loading restores it exactly, and that they are read as data only."""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import pickle
+import zipfile
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.envs import IdentityEnv
+from stable_baselines3.common.vec_env import DummyVecEnv
+from torch import nn
+
+from sb3_acer import ACER, MlpPolicy
+from sb3_acer.serialization import ModelFileError
+
+OBS_BATCH = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+
+#: Every constructor hyperparameter with a non-default value.
+HYPERPARAMETERS: dict[str, Any] = dict(
+    gamma=0.95,
+    n_steps=4,
+    num_procs=1,
+    q_coef=0.3,
+    ent_coef=0.02,
+    max_grad_norm=5.0,
+    learning_rate=3e-4,
+    lr_schedule="double_middle_drop",
+    rprop_alpha=0.9,
+    rprop_epsilon=1e-4,
+    buffer_size=40,
+    replay_ratio=2.0,
+    replay_start=8,
+    correction_term=5.0,
+    trust_region=False,
+    alpha=0.9,
+    delta=0.5,
+    verbose=0,
+    seed=3,
+)
+
+
+class CustomPolicy(MlpPolicy):
+    """A user's policy subclass, defined in an imported module (this one)."""
+
+
+def all_tensors(model: ACER) -> dict[str, th.Tensor]:
+    """Every tensor of the policy, the average network and the optimizer, flattened by name."""
+    tensors = {f"policy.{k}": v for k, v in model.policy.state_dict().items()}
+    tensors.update({f"policy_avg.{k}": v for k, v in model.policy_avg.state_dict().items()})
+    for index, state in model.optimizer.state_dict()["state"].items():
+        tensors.update({f"optimizer.{index}.{k}": v for k, v in state.items() if isinstance(v, th.Tensor)})
+    return {name: tensor.detach().clone() for name, tensor in tensors.items()}
+
+
+def assert_same_tensors(a: dict[str, th.Tensor], b: dict[str, th.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert th.equal(a[name], b[name]), name
+
+
+def rewrite_entry(source: pathlib.Path | io.BytesIO, target: pathlib.Path, name: str, content: bytes) -> None:
+    """Copy a model file, replacing (or adding) the entry ``name``."""
+    with zipfile.ZipFile(source) as archive:
+        entries = {info.filename: archive.read(info.filename) for info in archive.infolist()}
+    entries[name] = content
+    with zipfile.ZipFile(target, "w") as archive:
+        for entry, data in entries.items():
+            archive.writestr(entry, data)
+
+
+def edit_data(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
+    with zipfile.ZipFile(source) as archive:
+        data = json.loads(archive.read("data.json"))
+    data.update(changes)
+    rewrite_entry(source, target, "data.json", json.dumps(data).encode())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[ACER, pathlib.Path]:
+    tensorboard_log = str(tmp_path_factory.mktemp("tb"))
+    model = ACER("MlpPolicy", "CartPole-v1", tensorboard_log=tensorboard_log, **HYPERPARAMETERS)
+    model.learn(200)
+    path = tmp_path_factory.mktemp("models") / "acer"
+    model.save(path)
+    return model, path.with_suffix(".zip")
+
+
+# ---------------------------------------------------------------------------------------------- round trip
+
+
+def test_save_appends_zip_and_holds_json_and_tensor_entries(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    assert path.exists()
+    with zipfile.ZipFile(path) as archive:
+        assert sorted(archive.namelist()) == ["data.json", "optimizer.pth", "policy.pth", "policy_avg.pth"]
+        data = json.loads(archive.read("data.json"))
+    assert data["format"] == "sb3-acer"
+    assert data["algorithm"] == "ACER"
+    assert data["policy_class"] == "MlpPolicy"
+    assert data["num_timesteps"] == 200
+
+
+@pytest.mark.parametrize("via", ["path", "bytesio"])
+def test_load_restores_everything(trained: tuple[ACER, pathlib.Path], via: str) -> None:
+    model, path = trained
+    source: pathlib.Path | io.BytesIO = path
+    if via == "bytesio":
+        source = io.BytesIO()
+        model.save(source)
+        source.seek(0)
+    loaded = ACER.load(source)
+
+    for name, value in HYPERPARAMETERS.items():
+        assert getattr(loaded, name) == value, name
+    assert loaded.lr_schedule == "double_middle_drop"
+    assert loaded.tensorboard_log == model.tensorboard_log
+    assert loaded.num_timesteps == model.num_timesteps == 200
+    assert loaded._n_updates == model._n_updates
+    assert loaded._n_replay_updates == model._n_replay_updates > 0
+    assert loaded._current_progress_remaining == model._current_progress_remaining
+    assert loaded.current_learning_rate() == model.current_learning_rate()
+    assert loaded.n_envs == 1
+    assert loaded.get_env() is None
+    assert loaded.observation_space == model.observation_space
+    assert loaded.action_space == model.action_space
+
+    # The average network differs from the policy after training, and both come back exactly.
+    assert not th.equal(model.policy.action_net.weight, model.policy_avg.action_net.weight)
+    assert_same_tensors(all_tensors(loaded), all_tensors(model))
+    assert loaded.optimizer.state_dict()["param_groups"] == model.optimizer.state_dict()["param_groups"]
+
+    np.testing.assert_array_equal(loaded.action_probability(OBS_BATCH), model.action_probability(OBS_BATCH))
+    np.testing.assert_array_equal(
+        loaded.predict(OBS_BATCH, deterministic=True)[0], model.predict(OBS_BATCH, deterministic=True)[0]
+    )
+
+
+def test_loaded_model_continues_training_like_the_original(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    loaded = ACER.load(path, env=gym.make("CartPole-v1"))
+    loaded.learn(40, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 240
+    assert loaded._total_timesteps == 240
+
+
+def test_load_with_a_different_number_of_envs(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    venv = DummyVecEnv([lambda: gym.make("CartPole-v1") for _ in range(3)])
+    loaded = ACER.load(path, env=venv)
+    assert loaded.n_envs == 3
+    assert loaded.replay_buffer is not None and loaded.replay_buffer.n_envs == 3
+    loaded.learn(60)
+    assert loaded.num_timesteps == 60
+    assert loaded.predict(venv.reset())[0].shape == (3,)
+
+
+def test_load_with_env_of_other_spaces_raises(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    with pytest.raises(ValueError, match="spaces differ"):
+        ACER.load(path, env=gym.make("MountainCar-v0"))
+
+
+def test_load_kwargs_and_custom_objects_override_hyperparameters(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    loaded = ACER.load(path, custom_objects={"learning_rate": 1e-2}, delta=2.0)
+    assert loaded.learning_rate == 1e-2
+    assert loaded.delta == 2.0
+    assert loaded.gamma == HYPERPARAMETERS["gamma"]
+    with pytest.raises(ValueError, match="unknown hyperparameter 'bogus'"):
+        ACER.load(path, bogus=1)
+
+
+def test_set_env(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    loaded = ACER.load(path)
+    with pytest.raises(ValueError, match="spaces differ"):
+        loaded.set_env(gym.make("MountainCar-v0"))
+    loaded.set_env(DummyVecEnv([lambda: gym.make("CartPole-v1") for _ in range(2)]))
+    assert loaded.n_envs == 2
+    loaded.learn(40)
+    assert loaded.num_timesteps == 40
+    loaded.set_env(gym.make("CartPole-v1"))  # back to one env: the replay memory is rebuilt
+    assert loaded.replay_buffer is not None and loaded.replay_buffer.n_envs == 1
+    loaded.learn(20)
+
+
+def test_set_env_without_force_reset_keeps_the_episode() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", replay_ratio=0, n_steps=5).learn(10)
+    last_obs = model._last_obs
+    model.set_env(model.get_env(), force_reset=False)
+    assert model._last_obs is last_obs
+    model.set_env(model.get_env())
+    assert model._last_obs is None
+
+
+# ---------------------------------------------------------------------------------------------- policy kwargs
+
+
+def test_policy_kwargs_must_match_on_load(tmp_path: pathlib.Path) -> None:
+    kwargs = dict(net_arch=[16, dict(pi=[8], qf=[8])], activation_fn=nn.ReLU)
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=kwargs, n_steps=5, replay_ratio=0)
+    model.save(tmp_path / "model.zip")
+    with pytest.raises(ValueError, match="differ from the saved ones"):
+        ACER.load(tmp_path / "model.zip", policy_kwargs=dict(net_arch=[16, dict(pi=[8], qf=[8])]))
+    same_with_tuples = dict(net_arch=(16, dict(pi=(8,), qf=[8])), activation_fn=nn.ReLU)
+    loaded = ACER.load(tmp_path / "model.zip", env=gym.make("CartPole-v1"), policy_kwargs=same_with_tuples)
+    assert loaded.policy_kwargs == kwargs
+    assert isinstance(loaded.policy.shared_net[1], nn.ReLU)
+    loaded.learn(20)
+    assert ACER.load(tmp_path / "model.zip").policy_kwargs == kwargs  # omitted: the saved ones
+
+
+def test_custom_policy_class_round_trip(tmp_path: pathlib.Path) -> None:
+    model = ACER(CustomPolicy, "CartPole-v1", n_steps=5, replay_ratio=0)
+    model.save(tmp_path / "custom.zip")
+    with zipfile.ZipFile(tmp_path / "custom.zip") as archive:
+        assert json.loads(archive.read("data.json"))["policy_class"].endswith(":CustomPolicy")
+    loaded = ACER.load(tmp_path / "custom.zip")
+    assert type(loaded.policy) is CustomPolicy
+    np.testing.assert_array_equal(loaded.action_probability(OBS_BATCH), model.action_probability(OBS_BATCH))
+
+
+def test_custom_objects_replace_an_unloadable_policy_class(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """SB2's test_save_custom_objects: a policy entry that cannot be loaded, replaced by custom_objects."""
+    _, path = trained
+    broken = tmp_path / "broken.zip"
+    edit_data(path, broken, policy_class="no_such_module_for_acer:Policy")
+    with pytest.raises(ModelFileError, match="no_such_module_for_acer"):
+        ACER.load(broken)
+    loaded = ACER.load(broken, custom_objects={"policy_class": CustomPolicy})
+    assert type(loaded.policy) is CustomPolicy
+    assert ACER.load(broken, policy=CustomPolicy).policy_class is CustomPolicy  # SB2's spelling
+
+
+# ---------------------------------------------------------------------------------------------- damaged files
+
+
+def test_missing_file_raises_file_not_found(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        ACER.load(tmp_path / "nothing.zip")
+    with pytest.raises(FileNotFoundError):
+        ACER.load(tmp_path / "nothing")
+
+
+def test_truncated_file_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    _, path = trained
+    content = path.read_bytes()
+    for length in (0, 100, len(content) // 2, len(content) - 10):
+        truncated = tmp_path / f"truncated_{length}.zip"
+        truncated.write_bytes(content[:length])
+        with pytest.raises(ModelFileError, match="truncated"):
+            ACER.load(truncated)
+        with pytest.raises(ModelFileError, match="truncated"):
+            ACER.load(io.BytesIO(content[:length]))
+
+
+def test_not_a_zip_raises(tmp_path: pathlib.Path) -> None:
+    garbage = tmp_path / "garbage.zip"
+    garbage.write_bytes(np.random.default_rng(0).bytes(5000))
+    with pytest.raises(ModelFileError, match="not a model file"):
+        ACER.load(garbage)
+
+
+@pytest.mark.parametrize("entry", ["data.json", "policy.pth", "optimizer.pth"])
+def test_corrupt_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, entry: str) -> None:
+    _, path = trained
+    content = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(entry)
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for offset in (start + 5, start + info.compress_size // 2):
+        damaged = content.copy()
+        damaged[offset : offset + 16] = bytes(16)
+        target = tmp_path / f"corrupt_{offset}.zip"
+        target.write_bytes(bytes(damaged))
+        with pytest.raises(ModelFileError, match=r"damaged|corrupt"):
+            ACER.load(target)
+
+
+def test_wrong_algorithm_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    _, path = trained
+    edit_data(path, tmp_path / "ppo.zip", algorithm="PPO")
+    with pytest.raises(ModelFileError, match="holds a PPO model, not an ACER model"):
+        ACER.load(tmp_path / "ppo.zip")
+
+
+def test_stable_baselines3_file_is_refused(tmp_path: pathlib.Path) -> None:
+    PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16).save(tmp_path / "sb3_ppo.zip")
+    with pytest.raises(ModelFileError, match="not an sb3-acer model file"):
+        ACER.load(tmp_path / "sb3_ppo.zip")
+
+
+def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    _, path = trained
+    edit_data(path, tmp_path / "future.zip", format_version=2)
+    with pytest.raises(ModelFileError, match="format version 2, newer than this sb3-acer reads"):
+        ACER.load(tmp_path / "future.zip")
+
+
+def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    _, path = trained
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data.json"))
+    del data["hyperparameters"]
+    rewrite_entry(path, tmp_path / "partial.zip", "data.json", json.dumps(data).encode())
+    with pytest.raises(ModelFileError, match="lacks the entry 'hyperparameters'"):
+        ACER.load(tmp_path / "partial.zip")
+
+
+# ------------------------------------------------------------------------------------------ files are data
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
+
+    def __init__(self, marker: pathlib.Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return open, (str(self.marker), "w")
+
+
+def test_pickle_payload_in_tensor_entry_is_not_executed(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    payload = io.BytesIO()
+    th.save({"action_net.weight": _Payload(tmp_path / "pwned_by_load")}, payload)
+    # The payload is live: an unrestricted torch.load runs it.
+    th.load(io.BytesIO(payload.getvalue()), weights_only=False)["action_net.weight"].close()
+    assert (tmp_path / "pwned_by_load").exists()
+    (tmp_path / "pwned_by_load").unlink()
+
+    rewrite_entry(path, tmp_path / "evil.zip", "policy.pth", payload.getvalue())
+    with pytest.raises(ModelFileError, match=r"policy\.pth is corrupt or holds something other than tensors"):
+        ACER.load(tmp_path / "evil.zip")
+    assert not (tmp_path / "pwned_by_load").exists()
+    model = ACER("MlpPolicy", "CartPole-v1")
+    with pytest.raises(ModelFileError, match=r"policy\.pth"):
+        model.set_parameters(tmp_path / "evil.zip")
+    assert not (tmp_path / "pwned_by_load").exists()
+
+
+def test_plain_pickle_in_tensor_entry_is_not_executed(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    rewrite_entry(path, tmp_path / "evil.zip", "optimizer.pth", pickle.dumps(_Payload(tmp_path / "pwned")))
+    with pytest.raises(ModelFileError, match=r"optimizer\.pth"):
+        ACER.load(tmp_path / "evil.zip")
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_model_file_never_imports_a_module(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, path = trained
+    module_dir = tmp_path / "modules"
+    module_dir.mkdir()
+    marker = tmp_path / "imported"
+    (module_dir / "acer_evil_module.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nimport torch\nclass Policy(torch.nn.Module):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(module_dir))
+    edit_data(path, tmp_path / "policy.zip", policy_class="acer_evil_module:Policy")
+    with pytest.raises(ModelFileError, match="which is not imported"):
+        ACER.load(tmp_path / "policy.zip")
+    edit_data(
+        path,
+        tmp_path / "kwargs.zip",
+        policy_kwargs={"activation_fn": {"__class__": "acer_evil_module:Policy"}},
+    )
+    with pytest.raises(ModelFileError, match="which is not imported"):
+        ACER.load(tmp_path / "kwargs.zip")
+    assert not marker.exists()
+
+
+def test_model_file_refuses_classes_that_are_not_modules(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    edit_data(path, tmp_path / "os.zip", policy_kwargs={"activation_fn": {"__class__": "os:system"}})
+    with pytest.raises(ModelFileError, match=r"not a torch\.nn\.Module subclass"):
+        ACER.load(tmp_path / "os.zip")
+
+
+# ---------------------------------------------------------------------------------------------- parameters
+
+
+def test_get_parameters_are_copies_and_round_trip() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+    model.learn(50)
+    params = model.get_parameters()
+    assert set(params) == {"policy", "policy_avg", "optimizer"}
+    before = all_tensors(model)
+    probs_before = model.action_probability(OBS_BATCH)
+    model.learn(50)
+    assert not np.array_equal(model.action_probability(OBS_BATCH), probs_before)
+    model.set_parameters(params)
+    assert_same_tensors(all_tensors(model), before)
+    np.testing.assert_array_equal(model.action_probability(OBS_BATCH), probs_before)
+
+
+def test_set_parameters_exact_match_missing_key_changes_nothing() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", seed=0)
+    other = ACER("MlpPolicy", "CartPole-v1", seed=1).get_parameters()
+    before = all_tensors(model)
+
+    del other["policy"]["action_net.bias"]
+    with pytest.raises(RuntimeError, match=r"policy: missing key\(s\) \['action_net.bias'\]"):
+        model.set_parameters(other, exact_match=True)
+    assert_same_tensors(all_tensors(model), before)
+
+    del other["optimizer"]
+    with pytest.raises(RuntimeError, match=r"missing parameter group\(s\) \['optimizer'\]"):
+        model.set_parameters(other, exact_match=True)
+    assert_same_tensors(all_tensors(model), before)
+
+    other["policy"]["q_net.bias"] = th.zeros(5)
+    with pytest.raises(RuntimeError, match=r"q_net\.bias: shape"):
+        model.set_parameters(other, exact_match=False)
+    assert_same_tensors(all_tensors(model), before)
+
+    with pytest.raises(ValueError, match="unknown parameter group"):
+        model.set_parameters({"critic": {}}, exact_match=False)
+    assert_same_tensors(all_tensors(model), before)
+
+
+def test_set_parameters_bad_optimizer_state_changes_nothing() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", seed=0)
+    other = ACER("MlpPolicy", "CartPole-v1", seed=1, policy_kwargs=dict(net_arch=[8])).get_parameters()
+    params = ACER("MlpPolicy", "CartPole-v1", seed=1).get_parameters()
+    params["optimizer"] = other["optimizer"]  # another network's optimizer: fewer parameter tensors
+    before = all_tensors(model)
+    with pytest.raises(ValueError):
+        model.set_parameters(params)
+    assert_same_tensors(all_tensors(model), before)
+
+
+def test_set_parameters_partial_without_exact_match() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", seed=0)
+    other = ACER("MlpPolicy", "CartPole-v1", seed=1)
+    before = all_tensors(model)
+    weight = other.policy.action_net.weight.detach().clone()
+    model.set_parameters({"policy": {"action_net.weight": weight}}, exact_match=False)
+    after = all_tensors(model)
+    assert th.equal(after["policy.action_net.weight"], weight)
+    assert not th.equal(before["policy.action_net.weight"], weight)
+    changed = {name for name in before if not th.equal(before[name], after[name])}
+    assert changed == {"policy.action_net.weight"}
+
+
+@pytest.mark.parametrize("via", ["path", "str", "bytesio"])
+def test_set_parameters_from_file(trained: tuple[ACER, pathlib.Path], via: str) -> None:
+    saved, path = trained
+    model = ACER("MlpPolicy", "CartPole-v1", **HYPERPARAMETERS)
+    assert not np.array_equal(model.action_probability(OBS_BATCH), saved.action_probability(OBS_BATCH))
+    source: Any = {"path": path, "str": str(path), "bytesio": io.BytesIO(path.read_bytes())}[via]
+    model.set_parameters(source)
+    assert_same_tensors(all_tensors(model), all_tensors(saved))
+    np.testing.assert_array_equal(model.action_probability(OBS_BATCH), saved.action_probability(OBS_BATCH))
+
+
+def test_identity_model_survives_save_load_with_env(tmp_path: pathlib.Path) -> None:
+    """SB2's test_model_manipulation in small: the loaded model acts the same in its env."""
+    env = DummyVecEnv([lambda: IdentityEnv(4, ep_length=20)])
+    model = ACER("MlpPolicy", env, seed=0, n_steps=5, buffer_size=100, replay_start=20).learn(300)
+    obs = np.arange(4)
+    model.save(tmp_path / "identity")
+    loaded = ACER.load(tmp_path / "identity", env=env)
+    np.testing.assert_array_equal(
+        loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0]
+    )
+    assert loaded.action_probability(obs, actions=obs).shape == (4, 1)
+    loaded.learn(100)

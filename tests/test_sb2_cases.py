@@ -1,0 +1,156 @@
+"""The cases SB2's own test suite ran on ACER (section 7 of the behaviour notes), and the SB2 docs example."""
+
+from __future__ import annotations
+
+import pathlib
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.envs import IdentityEnv
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+from torch import nn
+
+from sb3_acer import ACER, MlpPolicy
+
+
+def identity_model(dim: int, total_timesteps: int, **kwargs: int) -> tuple[ACER, DummyVecEnv]:
+    env = DummyVecEnv([lambda: Monitor(IdentityEnv(dim))])
+    model = ACER(MlpPolicy, env, seed=0, n_steps=1, replay_ratio=1, **kwargs)
+    return model.learn(total_timesteps), env
+
+
+def check_identity_probabilities(model: ACER, dim: int) -> None:
+    obs = np.array([dim - 1])
+    probs = model.action_probability(obs)
+    assert probs.shape == (1, dim)
+    chosen = model.action_probability(obs, actions=np.array([dim - 1]))
+    assert chosen.shape == (1, 1)
+    assert chosen[0, 0] == probs[0, dim - 1]
+    logp = model.action_probability(obs, actions=np.array([dim - 1]), logp=True)
+    assert np.exp(logp[0, 0]) == pytest.approx(chosen[0, 0], rel=1e-6)
+
+
+@pytest.mark.slow
+def test_identity_discrete() -> None:
+    """SB2's test_identity['acer']: IdentityEnv(10), n_steps=1, replay_ratio=1, 15000 steps (60-110 s)."""
+    model, env = identity_model(10, 15_000)
+    mean_reward, _ = evaluate_policy(model, env, n_eval_episodes=20, deterministic=True)
+    assert mean_reward > 90  # out of 100; a random policy gets 10
+    check_identity_probabilities(model, 10)
+
+
+def test_identity_discrete_small() -> None:
+    """The same case made fast: 4 actions, replay from 100 steps, 1000 steps (reaches 100 on seeds 0-2)."""
+    model, env = identity_model(4, 1_000, replay_start=100)
+    assert model._n_replay_updates > 500
+    mean_reward, _ = evaluate_policy(model, env, n_eval_episodes=20, deterministic=True)
+    assert mean_reward > 90  # out of 100; a random policy gets 25
+    check_identity_probabilities(model, 4)
+
+
+def test_predicted_action_shape_follows_the_observation() -> None:
+    """SB2's test_auto_vec_detection: shape () for one observation, (1,) for a batch of one."""
+    model = ACER(MlpPolicy, IdentityEnv(10), n_steps=5, replay_ratio=0)
+    obs, _ = IdentityEnv(10).reset(seed=0)
+    assert model.predict(obs)[0].shape == ()
+    venv = DummyVecEnv([lambda: IdentityEnv(10)])
+    assert model.predict(venv.reset())[0].shape == (1,)
+
+
+class CustomPolicy(MlpPolicy):
+    """SB2's test_custom_policy: shared layer, then separate towers."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("net_arch", [8, dict(pi=[8, 8], qf=[8, 8])])
+        super().__init__(*args, **kwargs)
+
+
+def test_custom_policy_class(tmp_path: pathlib.Path) -> None:
+    model = ACER(CustomPolicy, "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0).learn(100)
+    obs = np.zeros(4, dtype=np.float32)
+    for _ in range(100):
+        action, _ = model.predict(obs)
+        assert action in (0, 1)
+        assert model.action_probability(obs).shape == (2,)
+    model.save(tmp_path / "custom")
+    loaded = ACER.load(tmp_path / "custom", policy=CustomPolicy)
+    assert type(loaded.policy) is CustomPolicy
+    assert [layer.out_features for layer in loaded.policy.modules() if isinstance(layer, nn.Linear)] == [
+        8,  # shared
+        8,  # pi
+        8,
+        8,  # qf
+        8,
+        2,  # action_net
+        2,  # q_net
+    ]
+
+
+def test_custom_policy_kwargs_survive_save_load(tmp_path: pathlib.Path) -> None:
+    kwargs = dict(net_arch=[8, dict(pi=[8, 8], qf=[8, 8])], activation_fn=nn.ReLU)
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=kwargs, n_steps=5, replay_start=10, buffer_size=50)
+    model.learn(100)
+    policy = model.policy
+    assert [policy.shared_net[0].in_features, policy.shared_net[0].out_features] == [4, 8]
+    assert len(policy.shared_net) == 2 and isinstance(policy.shared_net[1], nn.ReLU)
+    assert len(policy.mlp_extractor.policy_net) == 4 and len(policy.mlp_extractor.value_net) == 4
+    assert all(not isinstance(module, nn.Tanh) for module in policy.modules())
+
+    model.save(tmp_path / "kwargs.zip")
+    loaded = ACER.load(tmp_path / "kwargs.zip", env=gym.make("CartPole-v1"))
+    assert loaded.policy_kwargs == kwargs
+    assert str(loaded.policy) == str(model.policy)
+    obs = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.action_probability(obs), model.action_probability(obs))
+    with pytest.raises(ValueError, match="differ from the saved ones"):
+        ACER.load(tmp_path / "kwargs.zip", policy_kwargs=dict(net_arch=[8]))
+    loaded.learn(50)
+
+
+@pytest.mark.parametrize(
+    ("net_arch", "message"),
+    [
+        ([8, dict(pi=[8]), 8], "shared part"),
+        (dict(pi=[8], critic=[8]), "keys must be 'pi' and 'qf'"),
+        ([0], "positive layer sizes"),
+        ("64x64", "must be a list or a dict"),
+    ],
+)
+def test_bad_net_arch_raises(net_arch: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ACER("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=net_arch))
+
+
+def test_list_net_arch_is_shared_by_both_heads() -> None:
+    policy = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[16, 16])).policy
+    assert len(policy.shared_net) == 4
+    assert len(policy.mlp_extractor.policy_net) == 0 and len(policy.mlp_extractor.value_net) == 0
+    assert policy.action_net.in_features == policy.q_net.in_features == 16
+
+
+def test_sb2_docs_example(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The example of SB2's ACER page, on Gymnasium, SB3's SubprocVecEnv and sb3_acer (shortened)."""
+    n_cpu = 2
+    env = SubprocVecEnv([lambda: gym.make("CartPole-v1") for _ in range(n_cpu)])
+    try:
+        model = ACER(MlpPolicy, env, verbose=1)
+        model.learn(total_timesteps=2000, log_interval=10)
+        model.save(tmp_path / "acer_cartpole")
+        del model  # remove to demonstrate saving and loading
+
+        model = ACER.load(tmp_path / "acer_cartpole")
+        obs = env.reset()
+        for _ in range(50):
+            action, _states = model.predict(obs)
+            obs, rewards, _dones, _info = env.step(action)
+            assert action.shape == (n_cpu,)
+            assert rewards.shape == (n_cpu,)
+    finally:
+        env.close()
+    output = capsys.readouterr().out
+    assert "| train/" in output
+    assert "loss_q" in output
+    assert "total_timesteps" in output
