@@ -529,7 +529,12 @@ class ACER(BaseAlgorithm):
         self._n_updates += 1
         if not on_policy:
             self._n_replay_updates += 1
+        trust_region_keys = ("avg_norm_k", "avg_norm_g", "avg_norm_k_dot_g", "avg_norm_adj")
         for key, value in stats._asdict().items():
+            if key in trust_region_keys and not self.trust_region:
+                continue
+            if not np.isfinite(value):  # e.g. explained variance of constant targets: not informative
+                continue
             self.logger.record_mean(f"train/{key}", value)
         self.logger.record_mean("train/norm_grads", norm_grads)
         if on_policy:
@@ -749,7 +754,10 @@ class ACER(BaseAlgorithm):
         hyperparameters = {name: getattr(self, name) for name in HYPERPARAMETERS if name != "lr_schedule"}
         hyperparameters["lr_schedule"] = self.lr_schedule_name
         if callable(self.learning_rate):
+            # A callable cannot be stored as data: store its current value as a constant rate (pass the
+            # callable again to ACER.load(..., learning_rate=...) to keep scheduling).
             hyperparameters["learning_rate"] = self.current_learning_rate()
+            hyperparameters["lr_schedule"] = "constant"
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,

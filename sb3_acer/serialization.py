@@ -190,6 +190,9 @@ def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: di
             write(tmp)
             tmp.flush()
             os.fsync(tmp.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp_name, path)
     except BaseException:
         if os.path.exists(tmp_name):
