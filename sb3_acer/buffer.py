@@ -4,7 +4,9 @@ The unit of storage is a whole on-policy segment of ``T`` steps for each of the 
 behaviour probabilities ``mu``. A replay batch takes, for every environment ``e`` independently, env ``e``'s
 part of a uniformly drawn slot, using env ``e``'s own seeded generator (as SB2 and openai/baselines do,
 which decorrelates the ``E`` sequences of a batch). ``buffer_size`` counts steps per environment, so the
-memory holds ``buffer_size // T`` segments.
+memory holds ``buffer_size // T`` segments. For recurrent policies (``state_size > 0``) it also keeps, per
+slot and environment, the LSTM state ``(h, c)`` with which the segment started, so that a replayed segment
+is unrolled from the state its behaviour probabilities were computed with.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class SegmentReplayBuffer:
         obs_dtype: dtype in which observations are stored (images stay ``uint8``).
         n_actions: number of discrete actions ``A``.
         seed: seed of the per-environment sampling generators.
+        state_size: size ``n`` of a recurrent policy's LSTM state (``h`` and ``c`` are ``[n]`` each per
+            environment); every segment must then carry its ``initial_state``. 0 for feed-forward policies.
     """
 
     def __init__(
@@ -56,6 +60,7 @@ class SegmentReplayBuffer:
         obs_dtype: np.dtype,
         n_actions: int,
         seed: int | None = None,
+        state_size: int = 0,
     ) -> None:
         if n_steps <= 0 or n_envs <= 0 or n_actions <= 0:
             raise ValueError(
@@ -70,12 +75,15 @@ class SegmentReplayBuffer:
         self.obs_shape = tuple(obs_shape)
         self.obs_dtype = np.dtype(obs_dtype)
         self.n_actions = n_actions
+        if state_size < 0:
+            raise ValueError(f"state_size must be non-negative, got {state_size}")
+        self.state_size = int(state_size)
         self.capacity = buffer_size // n_steps
         self.next_idx = 0
         self.num_in_buffer = 0
 
         nbytes = self.estimate_nbytes(
-            self.capacity, n_steps, n_envs, self.obs_shape, self.obs_dtype, n_actions
+            self.capacity, n_steps, n_envs, self.obs_shape, self.obs_dtype, n_actions, self.state_size
         )
         available = available_memory_bytes()
         if available is not None and nbytes > available:
@@ -93,6 +101,9 @@ class SegmentReplayBuffer:
         self.terminated = np.zeros((slots, steps, envs), dtype=bool)
         self.truncated = np.zeros((slots, steps, envs), dtype=bool)
         self.episode_starts = np.zeros((slots, steps + 1, envs), dtype=bool)
+        # LSTM state (h, c) at the start of each slot's segment, per env (empty for feed-forward policies).
+        self.initial_h = np.zeros((slots, envs, self.state_size), dtype=np.float32)
+        self.initial_c = np.zeros((slots, envs, self.state_size), dtype=np.float32)
         # Observations at which an episode was truncated, per slot: (index [K, 2] of (t, e), obs [K, ...]).
         empty = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, *self.obs_shape), dtype=self.obs_dtype))
         self.final: list[tuple[np.ndarray, np.ndarray]] = [empty] * slots
@@ -106,13 +117,16 @@ class SegmentReplayBuffer:
         obs_shape: tuple[int, ...],
         obs_dtype: np.dtype,
         n_actions: int,
+        state_size: int = 0,
     ) -> int:
         """Bytes the buffer's arrays take (excluding the rare truncation observations); equals ``nbytes``."""
         obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
         # Per step: action (int64), reward (float32), mu (A x float32), terminated and truncated (bool).
         per_step = 8 + 4 + 4 * n_actions + 1 + 1
         # Per observation row (T + 1 of them): the observation and its episode_starts flag (bool).
-        return capacity * n_envs * ((n_steps + 1) * (obs_bytes + 1) + n_steps * per_step)
+        # Per segment: the initial LSTM state (h and c, float32) of a recurrent policy.
+        per_segment = 2 * 4 * state_size
+        return capacity * n_envs * ((n_steps + 1) * (obs_bytes + 1) + n_steps * per_step + per_segment)
 
     @property
     def nbytes(self) -> int:
@@ -124,6 +138,8 @@ class SegmentReplayBuffer:
             self.terminated,
             self.truncated,
             self.episode_starts,
+            self.initial_h,
+            self.initial_c,
         )
         return int(sum(array.nbytes for array in arrays))
 
@@ -156,6 +172,16 @@ class SegmentReplayBuffer:
             raise ValueError(
                 f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
             )
+        if self.state_size:
+            if segment.initial_state is None:
+                raise ValueError("this buffer holds recurrent segments: the segment needs its initial_state")
+            if segment.initial_state[0].shape != (self.n_envs, self.state_size):
+                raise ValueError(
+                    f"initial_state must be (h, c), each [E={self.n_envs}, {self.state_size}], got "
+                    f"{segment.initial_state[0].shape}"
+                )
+        elif segment.initial_state is not None:
+            raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
         idx = self.next_idx
         self.observations[idx] = segment.observations
         self.actions[idx] = segment.actions
@@ -164,6 +190,8 @@ class SegmentReplayBuffer:
         self.terminated[idx] = segment.terminated
         self.truncated[idx] = segment.truncated
         self.episode_starts[idx] = segment.episode_starts
+        if segment.initial_state is not None:
+            self.initial_h[idx], self.initial_c[idx] = segment.initial_state
         self.final[idx] = (
             segment.final_index.astype(np.int64, copy=True),
             segment.final_observations.astype(self.obs_dtype, copy=True),
@@ -215,6 +243,9 @@ class SegmentReplayBuffer:
             episode_starts=take(self.episode_starts),
             final_index=final_index_all[order],
             final_observations=np.concatenate(final_obs, axis=0)[order],
+            initial_state=(
+                (self.initial_h[slots, envs], self.initial_c[slots, envs]) if self.state_size else None
+            ),
         )
 
     def sample(self) -> Segment:

@@ -4,10 +4,17 @@
 ``Q``) over flattened observations. ``CnnPolicy`` puts both heads directly on the Nature-CNN features
 (512 units), as SB2 does. Weights use orthogonal initialisation (gain ``sqrt(2)`` for hidden layers,
 0.01 for both heads).
+
+The recurrent policies (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``) put
+one LSTM (``n_lstm = 256`` units; layer-normalised for the ``Ln`` variants) between the features and the
+heads, as SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0. They differ from SB2 in how the
+memory is used: the state is carried across segments, reset only where an episode starts, and stored with
+every segment so that the update starts from it (see :class:`RecurrentACERPolicy`).
 """
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -24,7 +31,22 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-__all__ = ["ACERPolicy", "CnnPolicy", "MlpPolicy", "PolicyOutput", "parse_net_arch"]
+__all__ = [
+    "ACERPolicy",
+    "CnnLnLstmPolicy",
+    "CnnLstmPolicy",
+    "CnnPolicy",
+    "LSTMState",
+    "LayerNormLSTM",
+    "MlpLnLstmPolicy",
+    "MlpLstmPolicy",
+    "MlpPolicy",
+    "PolicyOutput",
+    "RecurrentACERPolicy",
+    "RecurrentOutput",
+    "parse_net_arch",
+    "parse_recurrent_net_arch",
+]
 
 
 class PolicyOutput(NamedTuple):
@@ -192,6 +214,511 @@ class CnnPolicy(ACERPolicy):
         super().__init__(
             observation_space,
             action_space,
+            net_arch=net_arch,
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+        )
+
+
+# ---------------------------------------------------------------------------------------------- recurrent
+
+#: Recurrent state ``(h, c)``, each ``[1, B, n_lstm]`` (one LSTM layer; SB3-contrib's layout).
+LSTMState = tuple[th.Tensor, th.Tensor]
+
+
+class RecurrentOutput(NamedTuple):
+    """What a recurrent policy computes for ``T`` steps of ``B`` sequences.
+
+    Attributes:
+        logits: ``[T, B, A]`` unnormalised log-probabilities of the policy.
+        q_values: ``[T, B, A]`` action values ``Q(x_t, .)``.
+        state: the state after the last step, ``(h, c)`` each ``[1, B, n_lstm]``.
+        kept_state: the states after the steps asked for with ``keep_states_at`` (before any reset of the
+            following step), ``(h, c)`` each ``[1, K, n_lstm]`` in the order asked; ``None`` if not asked.
+    """
+
+    logits: th.Tensor
+    q_values: th.Tensor
+    state: LSTMState
+    kept_state: LSTMState | None = None
+
+
+def parse_recurrent_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Split an SB2-style recurrent ``net_arch`` into (layers before the LSTM, shared layers after it,
+    policy tower, Q tower).
+
+    The list holds layer sizes, exactly one ``'lstm'``, and may end with ``dict(pi=[...], qf=[...])``
+    (``vf`` is accepted for ``qf``, as in SB2): ``[64, 64, 'lstm']`` is ``MlpLstmPolicy``, ``[8, 'lstm', 8]``
+    one layer on each side, ``[8, 'lstm', dict(pi=[10], vf=[5, 10])]`` separate towers after the LSTM.
+
+    Raises:
+        ValueError: for any other form.
+    """
+    if not isinstance(net_arch, list | tuple):
+        raise ValueError(f"net_arch of a recurrent policy must be a list containing 'lstm', got {net_arch!r}")
+    items = list(net_arch)
+    n_lstm_entries = sum(1 for item in items if isinstance(item, str) and item == "lstm")
+    if n_lstm_entries != 1:
+        raise ValueError(f"net_arch of a recurrent policy must contain 'lstm' exactly once, got {net_arch!r}")
+    split = next(index for index, item in enumerate(items) if isinstance(item, str) and item == "lstm")
+    before = _layer_sizes(items[:split], "the part before 'lstm'")
+    shared, pi_layers, qf_layers = parse_net_arch(items[split + 1 :])
+    return before, shared, pi_layers, qf_layers
+
+
+def _mlp(in_dim: int, sizes: list[int], activation_fn: type[nn.Module]) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = []
+    for size in sizes:
+        layers += [nn.Linear(in_dim, size), activation_fn()]
+        in_dim = size
+    return nn.Sequential(*layers), in_dim
+
+
+class LayerNormLSTM(nn.Module):
+    """One-layer LSTM with layer normalisation (Ba et al. 2016), as SB2's ``lnlstm``.
+
+    ``gates = LN_x(x W_x) + LN_h(h W_h)`` (each layer norm with its own gain and bias, over all ``4 n``
+    gates), ``c' = sigmoid(f) c + sigmoid(i) tanh(g)``, ``h' = sigmoid(o) tanh(LN_c(c'))``; gates in
+    ``torch.nn.LSTM``'s order (input, forget, cell, output). Called like a one-layer, time-major
+    ``nn.LSTM``: ``(x [L, B, F], (h, c) each [1, B, n]) -> (out [L, B, n], (h, c))``.
+
+    Args:
+        input_size: features per step ``F``.
+        hidden_size: units ``n``.
+        eps: layer-norm epsilon (SB2: 1e-5).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.weight_ih = nn.Parameter(th.empty(4 * hidden_size, input_size))
+        self.weight_hh = nn.Parameter(th.empty(4 * hidden_size, hidden_size))
+        self.ln_ih = nn.LayerNorm(4 * hidden_size, eps=eps)
+        self.ln_hh = nn.LayerNorm(4 * hidden_size, eps=eps)
+        self.ln_c = nn.LayerNorm(hidden_size, eps=eps)
+        nn.init.orthogonal_(self.weight_ih)
+        nn.init.orthogonal_(self.weight_hh)
+
+    def forward(self, x: th.Tensor, state: LSTMState) -> tuple[th.Tensor, LSTMState]:
+        h, c = state[0][0], state[1][0]
+        # The input half of the gates does not depend on the recursion: one matrix product for all steps.
+        gates_x = self.ln_ih(nn.functional.linear(x, self.weight_ih))
+        outputs = []
+        for t in range(x.shape[0]):
+            gates = gates_x[t] + self.ln_hh(nn.functional.linear(h, self.weight_hh))
+            i, f, g, o = gates.chunk(4, dim=-1)
+            c = th.sigmoid(f) * c + th.sigmoid(i) * th.tanh(g)
+            h = th.sigmoid(o) * th.tanh(self.ln_c(c))
+            outputs.append(h)
+        return th.stack(outputs), (h.unsqueeze(0), c.unsqueeze(0))
+
+
+class RecurrentACERPolicy(BasePolicy):
+    """Recurrent ACER policy: features -> layers -> LSTM -> layers -> ``pi`` and ``Q`` heads.
+
+    The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every
+    step, so an episode that starts inside a sequence starts from zeros exactly as if it were run on its
+    own. :meth:`forward_sequence` runs ``T`` steps at once (the update); :meth:`predict` and
+    :meth:`action_probs` one step, taking and returning the state. Without layer norm the LSTM is
+    ``torch.nn.LSTM``, run over the stretches between episode starts; with layer norm it is
+    :class:`LayerNormLSTM`.
+
+    The defaults are SB2's legacy recurrent policies: for vector observations flatten -> 64 -> 64 (tanh)
+    -> LSTM(256); for images Nature-CNN (512) -> LSTM(256); both heads on the LSTM output with gain 1.0
+    (SB2's recurrent heads are not scaled down like the feed-forward ones).
+
+    Args:
+        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``).
+        action_space: a ``Discrete`` action space.
+        n_lstm: number of LSTM units.
+        layer_norm: use the layer-normalised LSTM (SB2's ``Ln`` policies).
+        net_arch: SB2-style list with exactly one ``'lstm'``: sizes before it are layers between the
+            features and the LSTM, sizes after it layers shared by both heads on the LSTM output, and a
+            final ``dict(pi=[...], qf=[...])`` (``vf`` accepted) separate towers, e.g.
+            ``[8, 'lstm', dict(pi=[10], qf=[5, 10])]``. Default ``[64, 64, 'lstm']`` for vector inputs,
+            ``['lstm']`` for images.
+        activation_fn: activation of the hidden layers (default ``nn.Tanh``).
+        ortho_init: orthogonal initialisation (hidden layers gain ``sqrt(2)``, LSTM weights gain 1 with
+            zero biases, heads gain 1).
+        features_extractor_class: SB3 feature extractor (``FlattenExtractor``, ``NatureCNN``, ...).
+        features_extractor_kwargs: keyword arguments of the feature extractor.
+        normalize_images: divide image observations by 255.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_lstm: int = 256,
+        layer_norm: bool = False,
+        net_arch: list[Any] | None = None,
+        activation_fn: type[nn.Module] = nn.Tanh,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+    ) -> None:
+        if not isinstance(action_space, spaces.Discrete):
+            raise ValueError(f"ACER policies need a Discrete action space, got {action_space}")
+        if not isinstance(n_lstm, int | np.integer) or isinstance(n_lstm, bool) or n_lstm <= 0:
+            raise ValueError(f"n_lstm must be a positive integer, got {n_lstm!r}")
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+        )
+        if net_arch is None:
+            net_arch = ["lstm"] if issubclass(features_extractor_class, NatureCNN) else [64, 64, "lstm"]
+        before, after, pi_layers, qf_layers = parse_recurrent_net_arch(net_arch)
+        self.net_arch = net_arch
+        self.n_lstm = int(n_lstm)
+        self.layer_norm = bool(layer_norm)
+        self.activation_fn = activation_fn
+        self.ortho_init = ortho_init
+        self.n_actions = int(action_space.n)
+
+        self.features_extractor = self.make_features_extractor()
+        self.features_dim = self.features_extractor.features_dim
+        self.pre_lstm, lstm_input = _mlp(self.features_dim, before, activation_fn)
+        self.lstm: nn.Module = (
+            LayerNormLSTM(lstm_input, self.n_lstm) if self.layer_norm else nn.LSTM(lstm_input, self.n_lstm)
+        )
+        self.post_lstm, latent_dim = _mlp(self.n_lstm, after, activation_fn)
+        self.mlp_extractor = MlpExtractor(
+            latent_dim, net_arch=dict(pi=pi_layers, vf=qf_layers), activation_fn=activation_fn
+        )
+        self.action_net = nn.Linear(self.mlp_extractor.latent_dim_pi, self.n_actions)
+        self.q_net = nn.Linear(self.mlp_extractor.latent_dim_vf, self.n_actions)
+        if ortho_init:
+            gains = {
+                self.features_extractor: np.sqrt(2),
+                self.pre_lstm: np.sqrt(2),
+                self.post_lstm: np.sqrt(2),
+                self.mlp_extractor: np.sqrt(2),
+                self.action_net: 1.0,
+                self.q_net: 1.0,
+            }
+            for module, gain in gains.items():
+                module.apply(partial(self.init_weights, gain=gain))
+            for name, parameter in self.lstm.named_parameters():
+                if name.startswith("weight"):
+                    nn.init.orthogonal_(parameter, gain=1.0)
+                elif name.startswith("bias"):
+                    nn.init.zeros_(parameter)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            n_lstm=self.n_lstm,
+            layer_norm=self.layer_norm,
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            ortho_init=self.ortho_init,
+        )
+        return data
+
+    def initial_state(self, n_envs: int) -> LSTMState:
+        """The zero state of ``n_envs`` sequences, ``(h, c)`` each ``[1, n_envs, n_lstm]``."""
+        h = th.zeros((1, n_envs, self.n_lstm), device=self.device)
+        return h, th.zeros_like(h)
+
+    def forward_sequence(
+        self,
+        obs: th.Tensor,
+        episode_starts: th.Tensor,
+        state: LSTMState,
+        keep_states_at: np.ndarray | None = None,
+    ) -> RecurrentOutput:
+        """Run ``T`` steps of ``B`` sequences from ``state``, resetting it where an episode starts.
+
+        Args:
+            obs: ``[T, B, *obs_shape]`` (unprocessed) observations.
+            episode_starts: ``[T, B]`` bool (or 0/1): ``obs[t, b]`` is the first observation of an
+                episode; the state is multiplied by ``1 - episode_starts[t]`` before step ``t``.
+            state: ``(h, c)`` before step 0, each ``[1, B, n_lstm]``.
+            keep_states_at: optional ``[K, 2]`` integer ``(t, b)`` rows: also return the state reached
+                after step ``t`` of sequence ``b`` (before the reset of step ``t + 1``), e.g. to evaluate
+                the observation at which an episode was truncated.
+
+        Returns:
+            Logits and Q-values ``[T, B, A]``, the final state and the kept states.
+        """
+        if episode_starts.dim() != 2 or episode_starts.shape[0] == 0:
+            raise ValueError(f"episode_starts must be [T, B] with T >= 1, got {tuple(episode_starts.shape)}")
+        n_steps, n_seq = episode_starts.shape
+        if tuple(obs.shape[:2]) != (n_steps, n_seq):
+            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {tuple(obs.shape)}")
+        for part in state:
+            if tuple(part.shape) != (1, n_seq, self.n_lstm):
+                raise ValueError(
+                    f"state must be (h, c) each of shape (1, {n_seq}, {self.n_lstm}), got {tuple(part.shape)}"
+                )
+        features = self.extract_features(
+            obs.reshape(n_steps * n_seq, *obs.shape[2:]), self.features_extractor
+        )
+        latent = self.pre_lstm(features).view(n_steps, n_seq, -1)
+        lstm_out, final_state, kept_state = self._unroll(latent, episode_starts.bool(), state, keep_states_at)
+        latent_pi, latent_q = self.mlp_extractor(self.post_lstm(lstm_out))
+        return RecurrentOutput(
+            logits=self.action_net(latent_pi),
+            q_values=self.q_net(latent_q),
+            state=final_state,
+            kept_state=kept_state,
+        )
+
+    def _unroll(
+        self, x: th.Tensor, starts: th.Tensor, state: LSTMState, keep_states_at: np.ndarray | None
+    ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
+        # The LSTM runs over the stretches between the steps at which some sequence starts an episode (or
+        # after which a state is to be kept); at each such step the state is masked.
+        n_steps, n_seq = starts.shape
+        any_start = starts.any(dim=1).tolist()
+        cuts = {t for t in range(1, n_steps) if any_start[t]}
+        keep: np.ndarray | None = None
+        if keep_states_at is not None:
+            keep = np.asarray(keep_states_at, dtype=np.int64).reshape(-1, 2)
+            if len(keep) and not (
+                (keep >= 0).all() and (keep[:, 0] < n_steps).all() and (keep[:, 1] < n_seq).all()
+            ):
+                raise ValueError(
+                    f"keep_states_at rows (t, b) must lie in [0, {n_steps}) x [0, {n_seq}), "
+                    f"got {keep.tolist()}"
+                )
+            cuts.update(int(t) + 1 for t in keep[:, 0] if t + 1 < n_steps)
+        not_start = (~starts).to(x.dtype).unsqueeze(-1)  # [T, B, 1]
+        edges = [0, *sorted(cuts), n_steps]
+        h, c = state
+        outputs: list[th.Tensor] = []
+        kept_rows: list[np.ndarray] = []
+        kept_h: list[th.Tensor] = []
+        kept_c: list[th.Tensor] = []
+        for begin, end in itertools.pairwise(edges):
+            if any_start[begin]:
+                h, c = h * not_start[begin], c * not_start[begin]
+            out, (h, c) = self.lstm(x[begin:end], (h, c))
+            outputs.append(out)
+            if keep is not None:
+                rows = np.flatnonzero(keep[:, 0] == end - 1)
+                if len(rows):
+                    columns = th.as_tensor(keep[rows, 1], device=h.device)
+                    kept_rows.append(rows)
+                    kept_h.append(h[:, columns])
+                    kept_c.append(c[:, columns])
+        lstm_out = outputs[0] if len(outputs) == 1 else th.cat(outputs)
+        kept_state: LSTMState | None = None
+        if keep is not None:
+            if kept_rows:
+                inverse = th.as_tensor(np.argsort(np.concatenate(kept_rows)), device=h.device)
+                kept_state = (th.cat(kept_h, dim=1)[:, inverse], th.cat(kept_c, dim=1)[:, inverse])
+            else:
+                empty = h.new_zeros((1, 0, self.n_lstm))
+                kept_state = (empty, empty.clone())
+        return lstm_out, (h, c), kept_state
+
+    def forward(self, obs: th.Tensor, episode_starts: th.Tensor, state: LSTMState) -> RecurrentOutput:
+        """Same as :meth:`forward_sequence` (``[T, B, ...]`` inputs)."""
+        return self.forward_sequence(obs, episode_starts, state)
+
+    def step(
+        self, obs: th.Tensor, state: LSTMState, episode_starts: th.Tensor
+    ) -> tuple[PolicyOutput, LSTMState]:
+        """One step of ``B`` sequences: ``obs [B, ...]``, ``episode_starts [B]`` -> ``[B, A]`` outputs."""
+        output = self.forward_sequence(obs.unsqueeze(0), episode_starts.reshape(1, -1), state)
+        return PolicyOutput(logits=output.logits[0], q_values=output.q_values[0]), output.state
+
+    def action_probs(
+        self, obs: th.Tensor, state: LSTMState, episode_starts: th.Tensor
+    ) -> tuple[th.Tensor, LSTMState]:
+        """``[B, A]`` action probabilities ``pi(.|x, state)`` and the next state."""
+        output, next_state = self.step(obs, state, episode_starts)
+        return th.softmax(output.logits, dim=-1), next_state
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        # BasePolicy's stateless interface: every observation starts an episode (use predict for memory).
+        assert isinstance(observation, th.Tensor)
+        n = observation.shape[0]
+        output, _ = self.step(
+            observation, self.initial_state(n), th.ones(n, dtype=th.bool, device=self.device)
+        )
+        if deterministic:
+            return output.logits.argmax(dim=-1)
+        return th.distributions.Categorical(logits=output.logits).sample()
+
+    def prepare_inputs(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None,
+        episode_start: np.ndarray | None,
+    ) -> tuple[th.Tensor, bool, LSTMState, th.Tensor]:
+        """Observation, state and episode starts as tensors for :meth:`step`.
+
+        Args:
+            observation: one observation or a batch of ``n``.
+            state: ``(h, c)`` as returned by :meth:`predict`, each ``[1, n, n_lstm]`` (``[n, n_lstm]`` is
+                accepted); ``None`` for the zero state.
+            episode_start: ``[n]`` flags (bool or 0/1, SB2's ``mask``); ``None`` for no episode start.
+
+        Returns:
+            The observation tensor, whether it was a batch, the state and the ``[n]`` bool episode starts.
+
+        Raises:
+            ValueError: for a state or episode starts that do not fit ``n`` observations.
+        """
+        obs_tensor, vectorized = self.obs_to_tensor(observation)
+        assert isinstance(obs_tensor, th.Tensor)
+        n = int(obs_tensor.shape[0])
+        if state is None:
+            lstm_state = self.initial_state(n)
+        else:
+            if not isinstance(state, tuple | list) or len(state) != 2:
+                raise ValueError(
+                    f"state must be the (h, c) pair returned by predict (or None), got {type(state).__name__}"
+                    + (f" of length {len(state)}" if isinstance(state, tuple | list) else "")
+                )
+            parts = []
+            for part in state:
+                tensor = th.as_tensor(np.asarray(part), dtype=th.float32, device=self.device)
+                if tuple(tensor.shape) == (n, self.n_lstm):
+                    tensor = tensor.unsqueeze(0)
+                if tuple(tensor.shape) != (1, n, self.n_lstm):
+                    raise ValueError(
+                        f"state arrays must have shape (1, {n}, {self.n_lstm}) for {n} observation(s), "
+                        f"got {tuple(tensor.shape)}"
+                    )
+                parts.append(tensor)
+            lstm_state = (parts[0], parts[1])
+        if episode_start is None:
+            starts = th.zeros(n, dtype=th.bool, device=self.device)
+        else:
+            flags = np.asarray(episode_start).reshape(-1)
+            if flags.shape != (n,):
+                raise ValueError(f"episode_start must hold one flag per observation ({n}), got {flags.shape}")
+            starts = th.as_tensor(flags != 0, device=self.device)
+        return obs_tensor, vectorized, lstm_state, starts
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """Action(s) for one observation or a batch of any size, and the next state.
+
+        Args:
+            observation: one observation or a batch of ``n``.
+            state: the state returned by the previous call (``None``: zeros).
+            episode_start: ``[n]`` flags, true where the observation starts an episode (its state is reset).
+            deterministic: take the most probable action instead of sampling.
+
+        Returns:
+            The action(s) and the next state ``(h, c)``, NumPy arrays each ``[1, n, n_lstm]``.
+        """
+        self.set_training_mode(False)
+        obs_tensor, vectorized, lstm_state, starts = self.prepare_inputs(observation, state, episode_start)
+        with th.no_grad():
+            output, (h, c) = self.step(obs_tensor, lstm_state, starts)
+            if deterministic:
+                actions = output.logits.argmax(dim=-1)
+            else:
+                actions = th.distributions.Categorical(logits=output.logits).sample()
+        actions_np = actions.cpu().numpy()
+        if not vectorized:
+            actions_np = actions_np.squeeze(axis=0)
+        return actions_np, (h.cpu().numpy(), c.cpu().numpy())
+
+
+class MlpLstmPolicy(RecurrentACERPolicy):
+    """SB2's ``MlpLstmPolicy``: flatten -> 64 -> 64 (tanh) -> LSTM(256) -> ``pi`` and ``Q`` heads."""
+
+
+class MlpLnLstmPolicy(RecurrentACERPolicy):
+    """SB2's ``MlpLnLstmPolicy``: as :class:`MlpLstmPolicy` with the layer-normalised LSTM."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_lstm: int = 256,
+        layer_norm: bool = True,
+        net_arch: list[Any] | None = None,
+        activation_fn: type[nn.Module] = nn.Tanh,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            n_lstm=n_lstm,
+            layer_norm=layer_norm,
+            net_arch=net_arch,
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+        )
+
+
+class CnnLstmPolicy(RecurrentACERPolicy):
+    """SB2's ``CnnLstmPolicy``: Nature-CNN features (512) -> LSTM(256) -> ``pi`` and ``Q`` heads."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_lstm: int = 256,
+        layer_norm: bool = False,
+        net_arch: list[Any] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            n_lstm=n_lstm,
+            layer_norm=layer_norm,
+            net_arch=net_arch,
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+        )
+
+
+class CnnLnLstmPolicy(CnnLstmPolicy):
+    """SB2's ``CnnLnLstmPolicy``: as :class:`CnnLstmPolicy` with the layer-normalised LSTM."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_lstm: int = 256,
+        layer_norm: bool = True,
+        net_arch: list[Any] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            n_lstm=n_lstm,
+            layer_norm=layer_norm,
             net_arch=net_arch,
             activation_fn=activation_fn,
             ortho_init=ortho_init,

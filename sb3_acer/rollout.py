@@ -4,6 +4,9 @@ SB3's ``VecEnv`` resets a finished sub-environment inside the same ``step`` call
 observation of the episode in ``info["terminal_observation"]``; a time-limit truncation is flagged by
 ``info["TimeLimit.truncated"]``. The segment records both, so that the update cuts the return on a
 termination and bootstraps on a truncation.
+
+A recurrent policy carries its LSTM state from step to step and from one segment to the next (the state is
+reset where an episode starts, inside the policy); the segment records the state it started with.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import torch as th
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.policies import ACERPolicy
+from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.segment import Segment
 
 __all__ = ["RolloutResult", "StepRecord", "collect_segment"]
@@ -39,21 +42,24 @@ class RolloutResult(NamedTuple):
         segment: the collected segment, or ``None`` when a callback stopped training mid-rollout.
         last_obs: observation to continue from.
         last_episode_starts: whether ``last_obs`` starts an episode, per env.
+        last_lstm_state: recurrent policies: the state to continue from (``None`` for feed-forward ones).
     """
 
     segment: Segment | None
     last_obs: np.ndarray
     last_episode_starts: np.ndarray
+    last_lstm_state: LSTMState | None = None
 
 
 def collect_segment(
     *,
     env: VecEnv,
-    policy: ACERPolicy,
+    policy: ACERPolicy | RecurrentACERPolicy,
     n_steps: int,
     last_obs: np.ndarray,
     last_episode_starts: np.ndarray,
     on_step: Callable[[StepRecord], bool],
+    last_lstm_state: LSTMState | None = None,
 ) -> RolloutResult:
     """Run ``policy`` for ``n_steps`` steps in every env of ``env`` and record the segment.
 
@@ -64,6 +70,8 @@ def collect_segment(
         last_obs: current observation of each env.
         last_episode_starts: whether each current observation starts an episode.
         on_step: called after every vector step; returning ``False`` stops the rollout.
+        last_lstm_state: recurrent policies: the state ``(h, c)`` (each ``[1, E, n_lstm]``) after the
+            previous step, ``None`` for zeros.
 
     Returns:
         The segment (or ``None`` if stopped) and where to continue from.
@@ -81,9 +89,22 @@ def collect_segment(
 
     policy.set_training_mode(False)
     obs, starts = last_obs, last_episode_starts
+    lstm_state: LSTMState | None = None
+    initial_state: tuple[np.ndarray, np.ndarray] | None = None
+    if isinstance(policy, RecurrentACERPolicy):
+        lstm_state = last_lstm_state if last_lstm_state is not None else policy.initial_state(n_envs)
+        initial_state = (lstm_state[0][0].cpu().numpy().copy(), lstm_state[1][0].cpu().numpy().copy())
     for t in range(n_steps):
         with th.no_grad():
-            probs = policy.action_probs(obs_as_tensor(obs, policy.device))
+            if isinstance(policy, RecurrentACERPolicy):
+                assert lstm_state is not None
+                probs, lstm_state = policy.action_probs(
+                    th.as_tensor(obs, device=policy.device),
+                    lstm_state,
+                    th.as_tensor(starts, dtype=th.bool, device=policy.device),
+                )
+            else:
+                probs = policy.action_probs(obs_as_tensor(obs, policy.device))
             action = th.multinomial(probs, num_samples=1).squeeze(-1)
         obs_buffer[t] = obs
         episode_starts[t] = starts
@@ -102,7 +123,12 @@ def collect_segment(
             else:
                 terminated[t, env_idx] = True
         if not on_step(StepRecord(new_obs, actions[t], step_rewards, dones, infos)):
-            return RolloutResult(segment=None, last_obs=new_obs, last_episode_starts=dones.astype(bool))
+            return RolloutResult(
+                segment=None,
+                last_obs=new_obs,
+                last_episode_starts=dones.astype(bool),
+                last_lstm_state=lstm_state,
+            )
         obs, starts = new_obs, dones.astype(bool)
 
     obs_buffer[n_steps] = obs
@@ -119,5 +145,8 @@ def collect_segment(
         final_observations=(
             np.stack(final_obs) if final_obs else np.zeros((0, *last_obs.shape[1:]), dtype=last_obs.dtype)
         ),
+        initial_state=initial_state,
     )
-    return RolloutResult(segment=segment, last_obs=obs, last_episode_starts=starts)
+    return RolloutResult(
+        segment=segment, last_obs=obs, last_episode_starts=starts, last_lstm_state=lstm_state
+    )

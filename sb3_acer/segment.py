@@ -25,6 +25,9 @@ class Segment:
         episode_starts: ``[T + 1, E]`` bool, ``x_t`` is the first observation of an episode.
         final_index: ``[K, 2]`` int64 ``(t, e)`` of every truncated step.
         final_observations: ``[K, *obs_shape]`` the observation at which each of those episodes was cut.
+        initial_state: recurrent policies only: the LSTM state ``(h, c)``, each float32 ``[E, n_lstm]``,
+            with which the behaviour policy entered step 0 (before the reset of ``episode_starts[0]``);
+            ``None`` for feed-forward policies.
     """
 
     observations: np.ndarray
@@ -36,6 +39,7 @@ class Segment:
     episode_starts: np.ndarray
     final_index: np.ndarray
     final_observations: np.ndarray
+    initial_state: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def n_steps(self) -> int:
@@ -73,6 +77,15 @@ class Segment:
                 f"Segment.final_index must be [K, 2] with K = {len(self.final_observations)}, "
                 f"got {self.final_index.shape}"
             )
+        if self.initial_state is not None:
+            if not isinstance(self.initial_state, tuple) or len(self.initial_state) != 2:
+                raise ValueError("Segment.initial_state must be a tuple (h, c) of two arrays")
+            h, c = self.initial_state
+            if h.ndim != 2 or h.shape[0] != n_envs or h.shape != c.shape:
+                raise ValueError(
+                    f"Segment.initial_state must be (h, c), each [E={n_envs}, n_lstm], got shapes "
+                    f"{h.shape} and {c.shape}"
+                )
         if len(self.final_index) and not (
             (self.final_index >= 0).all()
             and (self.final_index[:, 0] < n_steps).all()

@@ -12,7 +12,8 @@ import sb3_acer.buffer as buffer_module
 from sb3_acer.buffer import SegmentReplayBuffer, available_memory_bytes
 from sb3_acer.segment import Segment
 
-FIELDS = [field.name for field in dataclasses.fields(Segment)]
+# The array fields (initial_state, the recurrent policies' (h, c) pair, is tested in test_recurrent.py).
+FIELDS = [field.name for field in dataclasses.fields(Segment) if field.name != "initial_state"]
 PER_ENV = ["observations", "actions", "rewards", "mu_probs", "terminated", "truncated", "episode_starts"]
 
 
