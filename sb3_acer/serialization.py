@@ -8,6 +8,12 @@ Layout of a model file (``format_version`` 1)::
     policy_avg.pth     state dict of the average policy network
     optimizer.pth      state dict of the RMSProp optimizer
 
+``data.json`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global generators and of
+the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
+``ACER.save(path, include=["replay_buffer"])`` adds the entries of a replay buffer file
+(``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.checkpoint`); readers that do not
+know them ignore them.
+
 Classes in ``policy_kwargs`` (activation functions, feature extractors) and custom policy classes are
 stored by import path and resolved on load only if they are ``torch.nn.Module`` subclasses. Loading never
 imports a module the file names unless it belongs to torch, Stable-Baselines3 or sb3-acer (importing runs
@@ -25,6 +31,7 @@ import sys
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
@@ -41,6 +48,7 @@ __all__ = [
     "read_model_file",
     "space_from_json",
     "space_to_json",
+    "write_atomically",
     "write_model_file",
 ]
 
@@ -162,12 +170,17 @@ def _tensor_bytes(obj: Any) -> bytes:
     return buffer.getvalue()
 
 
-def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: dict[str, Any]) -> None:
+def write_model_file(
+    path_or_file: PathOrFile,
+    data: dict[str, Any],
+    tensors: dict[str, Any],
+    extra: Callable[[zipfile.ZipFile], None] | None = None,
+) -> None:
     """Write ``data`` (JSON) and ``tensors`` (state dicts) as a model file.
 
     A path is written atomically: the file is written beside the target and renamed over it, so an
     interrupted save never leaves a damaged file at ``path``. ``.zip`` is appended when ``path`` has no
-    suffix.
+    suffix. ``extra``, if given, writes further entries into the open archive (a replay buffer).
     """
     payload = json.dumps(data, indent=2, sort_keys=True).encode()
     entries = {DATA_ENTRY: payload, **{f"{name}.pth": _tensor_bytes(obj) for name, obj in tensors.items()}}
@@ -176,6 +189,8 @@ def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: di
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for name, content in entries.items():
                 archive.writestr(name, content)
+            if extra is not None:
+                extra(archive)
 
     if not isinstance(path_or_file, str | pathlib.Path):
         write(path_or_file)  # type: ignore[arg-type]
@@ -183,6 +198,15 @@ def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: di
     path = pathlib.Path(path_or_file)
     if path.suffix == "":
         path = path.with_suffix(".zip")
+    write_atomically(path, write)
+
+
+def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    A process killed at any moment leaves at ``path`` either the previous file or the complete new one
+    (and possibly a hidden ``.<name>.*.tmp`` file beside it). The data and the rename are flushed to disk.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -198,6 +222,16 @@ def write_model_file(path_or_file: PathOrFile, data: dict[str, Any], tensors: di
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
         raise
+    try:
+        directory = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms that cannot open folders
+        return
+    try:
+        os.fsync(directory)  # make the rename itself durable
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(directory)
 
 
 def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:

@@ -1,0 +1,143 @@
+"""Checks of data entering the model from outside: observations given to ``predict`` and what an env returns.
+
+Each check raises ``ValueError`` with a message that names the problem (and, for env data, the env index
+and the step) before the data reaches a network, the replay memory or the weights.
+
+What ``predict`` / ``action_probability`` accept, by observation space:
+
+- every space: an array (or nested list / scalar) of numbers of shape ``space.shape`` or ``(n, *shape)``;
+  strings, objects, complex numbers, dicts and tuples are refused;
+- ``Box`` with a float dtype: finite values (NaN and +-inf are refused); values outside ``[low, high]`` are
+  accepted, because ``VecNormalize`` and many envs produce them while keeping the declared bounds;
+- ``Box`` with an integer dtype (images): values within ``[low, high]``;
+- ``Discrete(n)``: integers in ``[0, n)`` (a float such as ``2.0`` is refused: SB3 would truncate ``2.7``);
+- ``MultiDiscrete(nvec)``: integers in ``[0, nvec)`` element-wise;
+- ``MultiBinary``: values in ``{0, 1}`` (any numeric dtype).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
+
+__all__ = ["check_env_step", "check_observation"]
+
+_NUMERIC_KINDS = "biuf"
+
+
+def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
+    """Check one observation or a batch for ``predict`` and return it as an array (images channel-first).
+
+    Raises:
+        ValueError: if the observation's type, shape, dtype or values do not fit ``space``.
+    """
+    if isinstance(observation, dict | tuple):
+        raise ValueError(f"observation must be an array for {space}, got {type(observation).__name__}")
+    try:
+        array = np.asarray(observation)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"observation cannot be read as an array of numbers for {space}: {error}") from error
+    if array.dtype.kind not in _NUMERIC_KINDS:
+        raise ValueError(
+            f"observation must hold numbers (bool, int or float) for {space}, got dtype {array.dtype}"
+        )
+    if is_image_space(space):
+        # The model sees images channel-first (VecTransposeImage); accept them as the env returns them.
+        array = maybe_transpose(array, space)
+    shape = space.shape or ()
+    if array.shape != shape and array.shape[1:] != shape:
+        raise ValueError(
+            f"observation shape {array.shape} matches neither the observation space {shape} "
+            f"nor a batch of it (n, *{shape})"
+        )
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        index = _first_bad(~np.isfinite(np.atleast_1d(array)))
+        raise ValueError(
+            f"observation holds a non-finite value at index {index}: {np.atleast_1d(array)[index]}"
+        )
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
+        if array.dtype.kind not in "iu":
+            raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
+        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
+        outside = (array < 0) | (array >= upper)
+        if outside.any():
+            index = _first_bad(np.atleast_1d(outside))
+            raise ValueError(
+                f"observation {np.atleast_1d(array)[index]} at index {index} is outside {space} "
+                f"(valid: 0 .. n-1)"
+            )
+    elif isinstance(space, spaces.MultiBinary):
+        outside = (array != 0) & (array != 1)
+        if outside.any():
+            index = _first_bad(np.atleast_1d(outside))
+            raise ValueError(f"MultiBinary observations must be 0 or 1, got {np.atleast_1d(array)[index]}")
+    elif isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
+        outside = (array < space.low) | (array > space.high)
+        if outside.any():
+            index = _first_bad(np.atleast_1d(outside))
+            raise ValueError(
+                f"observation value {np.atleast_1d(array)[index]} at index {index} is outside the bounds "
+                f"of {space}"
+            )
+    return array
+
+
+def _non_finite_envs(values: np.ndarray, n_envs: int) -> np.ndarray:
+    values = np.asarray(values)
+    if values.dtype.kind != "f" and values.dtype.kind != "c":
+        if values.dtype.kind in _NUMERIC_KINDS:
+            return np.zeros(0, dtype=np.int64)
+        raise ValueError(f"expected numbers, got dtype {values.dtype}")
+    finite = np.isfinite(values.reshape(n_envs, -1)).all(axis=1)
+    return np.flatnonzero(~finite)
+
+
+def check_env_step(
+    *,
+    observations: np.ndarray,
+    rewards: np.ndarray | None = None,
+    infos: Sequence[dict[str, Any]] = (),
+    num_timesteps: int,
+    what: str = "step",
+) -> None:
+    """Raise ``ValueError`` if the env returned a non-finite observation, reward or terminal observation.
+
+    Args:
+        observations: ``[E, ...]`` observations of the vector env.
+        rewards: ``[E]`` rewards (``None`` after a reset).
+        infos: the step's info dicts (their ``terminal_observation`` is checked too).
+        num_timesteps: the model's step counter before this step, named in the message.
+        what: ``"step"`` or ``"reset"``, named in the message.
+    """
+    observations = np.asarray(observations)
+    n_envs = observations.shape[0]
+    where = f"at num_timesteps={num_timesteps} ({what})"
+    hint = "check the env, or wrap it in SB3's VecCheckNan to find where the value comes from"
+    if rewards is not None:
+        bad = _non_finite_envs(np.asarray(rewards, dtype=np.float64), n_envs)
+        if len(bad):
+            env = int(bad[0])
+            raise ValueError(
+                f"env {env} returned a non-finite reward {np.asarray(rewards)[env]} {where}; {hint}"
+            )
+    bad = _non_finite_envs(observations, n_envs)
+    if len(bad):
+        env = int(bad[0])
+        raise ValueError(
+            f"env {env} returned a non-finite observation {where}: {observations[env].tolist()}; {hint}"
+        )
+    for env, info in enumerate(infos):
+        terminal = info.get("terminal_observation") if isinstance(info, dict) else None
+        if terminal is not None and len(_non_finite_envs(np.asarray(terminal)[None], 1)):
+            raise ValueError(
+                f"env {env} returned a non-finite terminal observation {where}: "
+                f"{np.asarray(terminal).tolist()}; {hint}"
+            )
