@@ -1,0 +1,264 @@
+"""Atari throughput side by side in one run: emulator ceiling, each sampler, ACER training, replay memory.
+
+Measured, in this order, on one game:
+
+* raw emulator: one ``ale_py.ALEInterface`` stepping random actions (frames/s on one core; the ceiling);
+* each sampler alone (``ale-vector``: ale-py's C++ ``AtariVectorEnv``; ``wrappers``: SB3's Atari wrappers
+  in a ``DummyVecEnv``) with ``--n-envs`` games and random actions, preprocessing and frame stacking
+  included: agent steps/s and frames/s (4 frames a step);
+* ACER training with ``CnnPolicy``, ``--n-envs`` games, ``n_steps=20``, ``replay_ratio=4`` for each sampler,
+  with the frame-deduplicated replay memory; replay starts after the first segment so that every update
+  after it replays (``replay_start=20``). One warm-up update is not timed. The time is split into stepping
+  the environments, choosing actions (policy forward passes during the rollout) and learning;
+* replay memory per stored transition at SB2's Atari set-up (``buffer_size=5000``, T=20, 16 envs): frames
+  stored once against SB2's layout (whole 4x84x84 stacks, kept by ``SegmentReplayBuffer``).
+
+Usage::
+
+    python benchmarks/atari_throughput.py --sampler-steps 500 --train-steps 3200 --out results.json
+
+prints a markdown table and the JSON of all numbers (also written to ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sb3_acer import ACER
+from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
+from sb3_acer.buffer import SegmentReplayBuffer
+from sb3_acer.frame_buffer import FrameStackReplayBuffer, make_replay_buffer
+
+FRAMES_PER_STEP = 4
+
+
+class StepTimer(VecEnvWrapper):
+    """Adds up the wall-clock time spent in the wrapped env's ``step``."""
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self.seconds = 0.0
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        start = time.perf_counter()
+        result = self.venv.step_wait()
+        self.seconds += time.perf_counter() - start
+        return result
+
+    def step_async(self, actions: np.ndarray) -> None:
+        start = time.perf_counter()
+        self.venv.step_async(actions)
+        self.seconds += time.perf_counter() - start
+
+
+class RolloutTimer(BaseCallback):
+    """Adds up the time between ``on_rollout_start`` and ``on_rollout_end`` (collecting a segment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def _on_rollout_start(self) -> None:
+        self._start = time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        self.seconds += time.perf_counter() - self._start
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def raw_emulator(env_id: str, frames: int) -> dict[str, float]:
+    from ale_py import ALEInterface, LoggerMode, roms
+
+    ALEInterface.setLoggerMode(LoggerMode.Error)
+    ale = ALEInterface()
+    ale.setInt("random_seed", 0)
+    ale.setFloat("repeat_action_probability", 0.0)
+    ale.loadROM(roms.get_rom_path(ale_game_name(env_id)))
+    actions = ale.getMinimalActionSet()
+    rng = np.random.default_rng(0)
+    choice = rng.integers(len(actions), size=frames)
+    start = time.perf_counter()
+    for index in choice:
+        ale.act(actions[index])
+        if ale.game_over():
+            ale.reset_game()
+    seconds = time.perf_counter() - start
+    return {"frames_per_s": frames / seconds, "steps_per_s": frames / seconds / FRAMES_PER_STEP}
+
+
+def sampler_alone(env_id: str, sampler: str, n_envs: int, steps: int) -> dict[str, float]:
+    env = make_atari_vec_env(env_id, n_envs, seed=0, sampler=sampler)
+    env.reset()
+    rng = np.random.default_rng(0)
+    actions = rng.integers(env.action_space.n, size=(steps, n_envs))  # type: ignore[attr-defined]
+    env.step(actions[0])
+    start = time.perf_counter()
+    for row in actions[1:]:
+        env.step(row)
+    seconds = time.perf_counter() - start
+    env.close()
+    steps_per_s = (steps - 1) * n_envs / seconds
+    return {"steps_per_s": steps_per_s, "frames_per_s": steps_per_s * FRAMES_PER_STEP}
+
+
+def acer_training(env_id: str, sampler: str, n_envs: int, steps: int, device: str) -> dict[str, Any]:
+    env = StepTimer(make_atari_vec_env(env_id, n_envs, seed=0, sampler=sampler))
+    model = ACER(
+        "CnnPolicy", env, n_steps=20, replay_ratio=4, replay_start=20, buffer_size=5000, seed=0, device=device
+    )
+    buffer = make_replay_buffer(
+        env=env.venv,
+        observation_space=model.observation_space,
+        buffer_size=model.buffer_size,
+        n_steps=model.n_steps,
+        n_envs=n_envs,
+        n_actions=int(model.action_space.n),  # type: ignore[attr-defined]
+        seed=0,
+    )
+    assert isinstance(buffer, FrameStackReplayBuffer)
+    model.replay_buffer = None
+    setattr(model, "replay_buffer", buffer)  # noqa: B010 - until ACER builds it itself
+    model.learn(n_envs * model.n_steps)  # warm-up: first allocations, first replay
+    env.seconds = 0.0
+    updates_before = model._n_updates
+    timer = RolloutTimer()
+    start = time.perf_counter()
+    model.learn(steps, callback=timer, reset_num_timesteps=False)
+    total = time.perf_counter() - start
+    env.close()
+    # Rebuilding the stacks of one replay batch (E segments of T + 1 observations), part of "learning".
+    start = time.perf_counter()
+    for _ in range(10):
+        buffer.sample()
+    sample_ms = (time.perf_counter() - start) / 10 * 1000
+    trained = model.num_timesteps - n_envs * model.n_steps
+    return {
+        "steps": trained,
+        "updates": model._n_updates - updates_before,
+        "seconds": total,
+        "steps_per_s": trained / total,
+        "frames_per_s": trained * FRAMES_PER_STEP / total,
+        "env_step_s": env.seconds,
+        "acting_s": timer.seconds - env.seconds,
+        "learning_s": total - timer.seconds,
+        "sampling_fraction": timer.seconds / total,
+        "replay_sample_ms": sample_ms,
+        "updates_per_s": (model._n_updates - updates_before) / total,
+    }
+
+
+def replay_memory(n_actions: int) -> dict[str, float]:
+    capacity, n_steps, n_envs, shape = 5000 // 20, 20, 16, (4, 84, 84)
+    transitions = capacity * n_steps * n_envs
+    frames = FrameStackReplayBuffer.estimate_nbytes(capacity, n_steps, n_envs, shape, 4, np.uint8, n_actions)
+    whole = SegmentReplayBuffer.estimate_nbytes(
+        capacity, n_steps, n_envs, shape, np.dtype(np.uint8), n_actions
+    )
+    return {
+        "transitions": transitions,
+        "frame_bytes_per_transition": frames / transitions,
+        "sb2_bytes_per_transition": whole / transitions,
+        "frame_total_gb": frames / 1e9,
+        "sb2_total_gb": whole / 1e9,
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        f"{results['env']}, {results['n_envs']} envs, {results['machine']}",
+        "",
+        "| what | agent steps/s | frames/s | time split (env / acting / learning) |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    raw = results["raw_emulator"]
+    lines.append(
+        f"| raw emulator, 1 core (ceiling) | {raw['steps_per_s']:.0f} | {raw['frames_per_s']:.0f} | |"
+    )
+    for sampler, row in results["samplers"].items():
+        lines.append(f"| {sampler} sampler alone | {row['steps_per_s']:.0f} | {row['frames_per_s']:.0f} | |")
+    for sampler, row in results["training"].items():
+        split = (
+            f"{row['env_step_s'] / row['seconds']:.0%} / {row['acting_s'] / row['seconds']:.0%} / "
+            f"{row['learning_s'] / row['seconds']:.0%} ({row['updates_per_s']:.2f} updates/s, "
+            f"replay batch rebuilt in {row['replay_sample_ms']:.0f} ms)"
+        )
+        lines.append(
+            f"| ACER CnnPolicy, replay_ratio 4, {sampler} | {row['steps_per_s']:.0f} | "
+            f"{row['frames_per_s']:.0f} | {split} |"
+        )
+    memory = results["replay_memory"]
+    lines += [
+        "",
+        "| replay memory (buffer_size 5000, T=20, 16 envs, 4 actions) | bytes/transition | total |",
+        "| --- | ---: | ---: |",
+        f"| frames stored once (FrameStackReplayBuffer) | {memory['frame_bytes_per_transition']:.0f} | "
+        f"{memory['frame_total_gb']:.2f} GB |",
+        f"| whole stacks (SB2's layout, SegmentReplayBuffer) | {memory['sb2_bytes_per_transition']:.0f} | "
+        f"{memory['sb2_total_gb']:.2f} GB |",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", default="BreakoutNoFrameskip-v4")
+    parser.add_argument("--n-envs", type=int, default=16)
+    parser.add_argument("--raw-frames", type=int, default=20_000, help="frames for the raw emulator")
+    parser.add_argument("--sampler-steps", type=int, default=500, help="vector steps per sampler")
+    parser.add_argument(
+        "--train-steps", type=int, default=3200, help="agent steps of ACER training per sampler"
+    )
+    parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", default=None, help="also write the JSON here")
+    args = parser.parse_args(argv)
+
+    th.set_num_threads(args.torch_threads)
+    results: dict[str, Any] = {
+        "env": args.env,
+        "n_envs": args.n_envs,
+        "machine": f"{os.cpu_count()} CPUs, torch {th.__version__} ({args.torch_threads} thread(s), "
+        f"{args.device}), Python {platform.python_version()}",
+        "load_average_before": os.getloadavg(),
+        "raw_emulator": raw_emulator(args.env, args.raw_frames),
+        "samplers": {s: sampler_alone(args.env, s, args.n_envs, args.sampler_steps) for s in args.samplers},
+        "training": {
+            s: acer_training(args.env, s, args.n_envs, args.train_steps, args.device) for s in args.samplers
+        },
+        "replay_memory": replay_memory(n_actions=4),
+        "load_average_after": os.getloadavg(),
+    }
+    print(markdown(results))
+    print()
+    print(json.dumps(results, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

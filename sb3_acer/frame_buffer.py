@@ -1,0 +1,446 @@
+"""Replay memory that stores each frame of a frame-stacked image observation once (NumPy only).
+
+``SegmentReplayBuffer`` keeps every observation whole, as SB2 does: with Atari's ``uint8 [4, 84, 84]``
+stacks each 84x84 frame is stored four times (28,224 bytes per step). :class:`FrameStackReplayBuffer`
+keeps, per slot and env, only the newest frame of ``x_1 .. x_T`` (7,056 bytes per step) and rebuilds the
+stacks when a segment is read, zeroing the frames that precede an episode start -- exactly what
+``VecFrameStack`` does, so :meth:`~FrameStackReplayBuffer.get` returns the observations the env returned.
+This is openai/baselines' layout, tighter: the older frames of a slot's first observation ``x_0`` are
+those of the slot written before it (the rollout continues where the last segment ended), so they are
+stored only where that slot is gone (the oldest slot) or where the stream broke (``x_0`` differs from the
+previous segment's ``x_T``, e.g. after a stopped rollout). Interface and sampling are those of
+``SegmentReplayBuffer``: with the same seed both draw the same slots.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecTransposeImage
+from stable_baselines3.common.vec_env.vec_check_nan import VecCheckNan
+from stable_baselines3.common.vec_env.vec_monitor import VecMonitor
+
+from sb3_acer.atari import AtariVecEnv
+from sb3_acer.buffer import SegmentReplayBuffer, available_memory_bytes
+from sb3_acer.segment import Segment
+
+__all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "frame_stack_size", "make_replay_buffer"]
+
+#: Wrappers that may sit above the frame stacking without changing the stacked frames.
+_TRANSPARENT_WRAPPERS = (VecTransposeImage, VecMonitor, VecCheckNan)
+
+
+class FrameStackReplayBuffer:
+    """Ring buffer of segments of channel-first frame stacks, each frame stored once.
+
+    Observations are ``[n_stack * c, H, W]``: ``n_stack`` frames of ``c`` channels, oldest first, where the
+    frames that precede an episode start are zero (``VecFrameStack``, ``AtariVecEnv``). :meth:`put` checks
+    that a segment has this structure and raises ``ValueError`` otherwise.
+
+    Args:
+        buffer_size: capacity in steps per environment (``buffer_size // n_steps`` segments).
+        n_steps: segment length ``T``.
+        n_envs: number of environments ``E``.
+        obs_shape: shape ``(n_stack * c, H, W)`` of one observation.
+        n_stack: number of frames in an observation.
+        n_actions: number of discrete actions ``A``.
+        seed: seed of the per-environment sampling generators.
+        obs_dtype: dtype of the observations (images: ``uint8``).
+        state_size: size ``n`` of a recurrent policy's LSTM state, kept per slot and env as
+            ``SegmentReplayBuffer`` keeps it; 0 for feed-forward policies.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: tuple[int, ...],
+        n_stack: int,
+        n_actions: int,
+        seed: int | None = None,
+        obs_dtype: np.dtype | type = np.uint8,
+        state_size: int = 0,
+    ) -> None:
+        if n_steps <= 0 or n_envs <= 0 or n_actions <= 0 or n_stack <= 0:
+            raise ValueError(
+                f"n_steps, n_envs, n_actions and n_stack must be positive, got {n_steps}, {n_envs}, "
+                f"{n_actions}, {n_stack}"
+            )
+        if buffer_size < n_steps:
+            raise ValueError(
+                f"buffer_size ({buffer_size}) must be at least n_steps ({n_steps}) to hold one segment"
+            )
+        obs_shape = tuple(obs_shape)
+        if state_size < 0:
+            raise ValueError(f"state_size must be non-negative, got {state_size}")
+        if len(obs_shape) != 3 or obs_shape[0] % n_stack:
+            raise ValueError(f"obs_shape must be (n_stack * c, H, W) with n_stack={n_stack}, got {obs_shape}")
+        self.n_steps = n_steps
+        self.n_envs = n_envs
+        self.obs_shape = obs_shape
+        self.obs_dtype = np.dtype(obs_dtype)
+        self.n_stack = n_stack
+        self.frame_shape = (obs_shape[0] // n_stack, *obs_shape[1:])
+        self.n_actions = n_actions
+        self.state_size = int(state_size)
+        self.capacity = buffer_size // n_steps
+        self.next_idx = 0
+        self.num_in_buffer = 0
+
+        nbytes = self.estimate_nbytes(
+            self.capacity, n_steps, n_envs, obs_shape, n_stack, self.obs_dtype, n_actions, self.state_size
+        )
+        available = available_memory_bytes()
+        if available is not None and nbytes > available:
+            warnings.warn(
+                f"The replay buffer needs about {nbytes / 1e9:.2f} GB but only {available / 1e9:.2f} GB are "
+                "available; reduce buffer_size or n_envs, or expect swapping or an out-of-memory error.",
+                ResourceWarning,
+                stacklevel=2,
+            )
+        slots, steps, envs = self.capacity, n_steps, n_envs
+        # frames[k, t, e]: the newest frame of x_{t+1} in slot k.
+        self.frames = np.zeros((slots, steps, envs, *self.frame_shape), dtype=self.obs_dtype)
+        self.actions = np.zeros((slots, steps, envs), dtype=np.int32)
+        self.rewards = np.zeros((slots, steps, envs), dtype=np.float32)
+        self.mu_probs = np.zeros((slots, steps, envs, n_actions), dtype=np.float32)
+        self.terminated = np.zeros((slots, steps, envs), dtype=bool)
+        self.truncated = np.zeros((slots, steps, envs), dtype=bool)
+        self.episode_starts = np.zeros((slots, steps + 1, envs), dtype=bool)
+        self.initial_h = np.zeros((slots, envs, self.state_size), dtype=np.float32)
+        self.initial_c = np.zeros((slots, envs, self.state_size), dtype=np.float32)
+        # The whole x_0 of (slot, env) where the previous slot cannot supply its older frames.
+        self.heads: dict[tuple[int, int], np.ndarray] = {}
+        # x_T of the last segment put, to tell whether the next one continues it.
+        self._last_tail: np.ndarray | None = None
+        empty = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, *obs_shape), dtype=self.obs_dtype))
+        self.final: list[tuple[np.ndarray, np.ndarray]] = [empty] * slots
+        self.seed(seed)
+
+    @staticmethod
+    def estimate_nbytes(
+        capacity: int,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: tuple[int, ...],
+        n_stack: int,
+        obs_dtype: np.dtype | type,
+        n_actions: int,
+        state_size: int = 0,
+    ) -> int:
+        """Bytes of the buffer's arrays when full: one frame per step, plus about one slot of whole ``x_0``
+        (the oldest slot's) and the last ``x_T`` (a stream that never breaks; each break adds one ``x_0``).
+        """
+        obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
+        frame_bytes = obs_bytes // n_stack
+        # Per step: frame, action (int32), reward (float32), mu (A x float32), terminated, truncated.
+        per_step = frame_bytes + 4 + 4 + 4 * n_actions + 1 + 1
+        # Per slot and env: T + 1 episode_starts flags, the initial LSTM state (h, c) of a recurrent policy.
+        per_slot_env = n_steps * per_step + (n_steps + 1) + 2 * 4 * state_size
+        return capacity * n_envs * per_slot_env + 2 * n_envs * obs_bytes
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [
+            self.frames,
+            self.actions,
+            self.rewards,
+            self.mu_probs,
+            self.terminated,
+            self.truncated,
+            self.episode_starts,
+            self.initial_h,
+            self.initial_c,
+            *self.heads.values(),
+        ]
+        if self._last_tail is not None:
+            arrays.append(self._last_tail)
+        return int(sum(array.nbytes for array in arrays))
+
+    def bytes_per_transition(self) -> float:
+        """``nbytes`` divided by the number of transitions the buffer holds when full."""
+        return self.nbytes / (self.capacity * self.n_steps * self.n_envs)
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the per-environment sampling generators (as ``SegmentReplayBuffer.seed``)."""
+        children = np.random.SeedSequence(seed).spawn(self.n_envs)
+        self.rngs = [np.random.default_rng(child) for child in children]
+
+    def __len__(self) -> int:
+        """Number of segments stored."""
+        return self.num_in_buffer
+
+    def has_at_least(self, steps_per_env: int) -> bool:
+        """Whether at least ``steps_per_env // T`` segments are stored (SB2's ``has_atleast``)."""
+        return self.num_in_buffer > 0 and self.num_in_buffer >= steps_per_env // self.n_steps
+
+    # ------------------------------------------------------------------ writing
+
+    def _frames_of(self, observations: np.ndarray) -> np.ndarray:
+        """``[..., n_stack * c, H, W]`` -> ``[..., n_stack, c, H, W]`` (a view)."""
+        return observations.reshape(*observations.shape[:-3], self.n_stack, *self.frame_shape)
+
+    def _check_frame_stacks(self, segment: Segment) -> None:
+        frames = self._frames_of(segment.observations)  # [T + 1, E, S, c, H, W]
+        # x_{t+1} less its newest frame is x_t less its oldest, or zeros where x_{t+1} starts an episode.
+        next_older, newest = frames[1:, :, :-1], frames[:-1, :, 1:]
+        starts = np.asarray(segment.episode_starts, dtype=bool)
+        continues = np.all((next_older == newest).reshape(*next_older.shape[:2], -1), axis=-1)  # [T, E]
+        padded = ~np.any(frames[:, :, :-1].reshape(*frames.shape[:2], -1), axis=-1)  # [T + 1, E]
+        ok = np.where(starts[1:], padded[1:], continues)
+        ok_first = ~starts[0] | padded[0]
+        if not (ok.all() and ok_first.all()):
+            bad = np.argwhere(~np.concatenate([ok_first[None], ok], axis=0))[0]
+            raise ValueError(
+                f"observation (t={bad[0]}, env={bad[1]}) is not a frame stack continuing the previous one "
+                "(or zero-padded at an episode start), as FrameStackReplayBuffer needs (VecFrameStack); "
+                "use SegmentReplayBuffer for this environment"
+            )
+
+    def put(self, segment: Segment) -> None:
+        """Store a segment, overwriting the oldest when full.
+
+        Raises:
+            ValueError: if the segment's shape differs from the buffer's or its observations are not frame
+                stacks (each the previous one shifted by one frame, zero before an episode start).
+        """
+        if segment.n_steps != self.n_steps or segment.n_envs != self.n_envs:
+            raise ValueError(
+                f"segment is [T={segment.n_steps}, E={segment.n_envs}] but the buffer holds "
+                f"[T={self.n_steps}, E={self.n_envs}]"
+            )
+        if segment.observations.shape[2:] != self.obs_shape:
+            raise ValueError(
+                f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
+            )
+        if segment.mu_probs.shape[2:] != (self.n_actions,):
+            raise ValueError(
+                f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
+            )
+        observations = np.asarray(segment.observations)
+        if observations.dtype != self.obs_dtype:
+            raise ValueError(f"observations are {observations.dtype}, the buffer stores {self.obs_dtype}")
+        if self.state_size:
+            if segment.initial_state is None:
+                raise ValueError("this buffer holds recurrent segments: the segment needs its initial_state")
+            if segment.initial_state[0].shape != (self.n_envs, self.state_size):
+                raise ValueError(
+                    f"initial_state must be (h, c), each [E={self.n_envs}, {self.state_size}], got "
+                    f"{segment.initial_state[0].shape}"
+                )
+        elif segment.initial_state is not None:
+            raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
+        self._check_frame_stacks(segment)
+
+        idx = self.next_idx
+        if self.num_in_buffer == self.capacity and self.capacity > 1:
+            # Slot idx (the oldest) is overwritten: its successor becomes the oldest and needs its own x_0.
+            successor = (idx + 1) % self.capacity
+            for env in range(self.n_envs):
+                if (successor, env) not in self.heads:
+                    self.heads[(successor, env)] = self._stack_at(idx, env, self.n_steps)
+        for env in range(self.n_envs):
+            self.heads.pop((idx, env), None)
+            continues = (
+                self._last_tail is not None
+                and self.capacity > 1
+                and np.array_equal(observations[0, env], self._last_tail[env])
+            )
+            if not continues:
+                self.heads[(idx, env)] = observations[0, env].copy()
+
+        self.frames[idx] = self._frames_of(observations[1:])[:, :, -1]
+        self.actions[idx] = segment.actions
+        self.rewards[idx] = segment.rewards
+        self.mu_probs[idx] = segment.mu_probs
+        self.terminated[idx] = segment.terminated
+        self.truncated[idx] = segment.truncated
+        self.episode_starts[idx] = segment.episode_starts
+        if segment.initial_state is not None:
+            self.initial_h[idx], self.initial_c[idx] = segment.initial_state
+        self.final[idx] = (
+            segment.final_index.astype(np.int64, copy=True),
+            segment.final_observations.astype(self.obs_dtype, copy=True),
+        )
+        self._last_tail = observations[-1].copy()
+        self.next_idx = (self.next_idx + 1) % self.capacity
+        self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
+
+    # ------------------------------------------------------------------ reading
+
+    def _first_observation(self, slot: int, env: int) -> np.ndarray:
+        """``x_0`` of env ``env`` in ``slot``: stored whole, or ``x_T`` of the slot written before it."""
+        head = self.heads.get((slot, env))
+        if head is not None:
+            return head
+        return self._stack_at((slot - 1) % self.capacity, env, self.n_steps)
+
+    def _stack_at(self, slot: int, env: int, t: int) -> np.ndarray:
+        """Rebuild ``x_t`` (``0 <= t <= T``) of env ``env`` in ``slot``."""
+        if t == 0:
+            return self._first_observation(slot, env)
+        stack = np.empty((self.n_stack, *self.frame_shape), dtype=self.obs_dtype)
+        times = np.arange(t - self.n_stack + 1, t + 1)  # frame times u: x_u's newest frame
+        first = self._frames_of(self._first_observation(slot, env)) if times[0] <= 0 else None
+        starts = np.flatnonzero(self.episode_starts[slot, 1 : t + 1, env]) + 1
+        last_start = int(starts[-1]) if len(starts) else -self.n_stack
+        for channel, u in enumerate(times):
+            if u < last_start:
+                stack[channel] = 0
+            elif u <= 0:
+                assert first is not None
+                stack[channel] = first[u + self.n_stack - 1]
+            else:
+                stack[channel] = self.frames[slot, u - 1, env]
+        return stack.reshape(self.obs_shape)
+
+    def _rebuild(self, slots: np.ndarray) -> np.ndarray:
+        """Observations ``[T + 1, E, *obs_shape]``: env ``e``'s part of slot ``slots[e]``, for each ``e``."""
+        n_stack, n_steps, envs = self.n_stack, self.n_steps, np.arange(self.n_envs)
+        # ext[j]: frame of time j - (n_stack - 1): x_0's frames, then the newest frames of x_1 .. x_T.
+        ext = np.empty((n_stack + n_steps, self.n_envs, *self.frame_shape), dtype=self.obs_dtype)
+        for env, slot in enumerate(slots):
+            ext[:n_stack, env] = self._frames_of(self._first_observation(int(slot), env))
+        ext[n_stack:] = np.swapaxes(self.frames[slots, :, envs], 0, 1)
+        t = np.arange(n_steps + 1)
+        index = t[:, None] + np.arange(n_stack)[None, :]  # [T + 1, S]: ext index of x_t's channel c
+        out = ext[index]  # [T + 1, S, E, c, H, W]
+        # The frame of time u in x_t is zero if an episode starts at some v in (u, t] (x_0's own padding
+        # is already in x_0).
+        starts = self.episode_starts[slots, :, envs].T  # [T + 1, E]
+        start_times = np.where(starts & (t[:, None] >= 1), t[:, None], -n_stack)
+        last_start = np.maximum.accumulate(start_times, axis=0)  # [T + 1, E]
+        frame_time = index - (n_stack - 1)  # [T + 1, S]
+        out[frame_time[:, :, None] < last_start[:, None, :]] = 0
+        return np.ascontiguousarray(np.swapaxes(out, 1, 2)).reshape(n_steps + 1, self.n_envs, *self.obs_shape)
+
+    def sample_slots(self) -> np.ndarray:
+        """One uniformly drawn slot per environment, each from that environment's own generator."""
+        if self.num_in_buffer == 0:
+            raise RuntimeError("cannot sample from an empty replay buffer")
+        return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
+
+    def get(self, slots: np.ndarray) -> Segment:
+        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``.
+
+        Raises:
+            ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
+        """
+        slots = np.asarray(slots)
+        if slots.shape != (self.n_envs,):
+            raise ValueError(f"slots must have shape ({self.n_envs},), got {slots.shape}")
+        if slots.size and (slots.min() < 0 or slots.max() >= self.num_in_buffer):
+            raise ValueError(f"slots must lie in [0, {self.num_in_buffer}), got {slots.tolist()}")
+        envs = np.arange(self.n_envs)
+
+        def take(array: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(np.swapaxes(array[slots, :, envs], 0, 1))
+
+        final_index, final_obs = [], []
+        for env, slot in enumerate(slots):
+            index, obs = self.final[slot]
+            mine = index[:, 1] == env
+            final_index.append(index[mine])
+            final_obs.append(obs[mine])
+        final_index_all = np.concatenate(final_index, axis=0)
+        order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
+        return Segment(
+            observations=self._rebuild(slots),
+            actions=take(self.actions).astype(np.int64),
+            rewards=take(self.rewards),
+            mu_probs=take(self.mu_probs),
+            terminated=take(self.terminated),
+            truncated=take(self.truncated),
+            episode_starts=take(self.episode_starts),
+            final_index=final_index_all[order],
+            final_observations=np.concatenate(final_obs, axis=0)[order],
+            initial_state=(
+                (self.initial_h[slots, envs], self.initial_c[slots, envs]) if self.state_size else None
+            ),
+        )
+
+    def sample(self) -> Segment:
+        """A replay batch: for each environment, its segment from an independently drawn slot."""
+        return self.get(self.sample_slots())
+
+
+#: Either replay memory; both have ``put``, ``sample``, ``get``, ``has_at_least``, ``len`` and ``nbytes``.
+ReplayBuffer = SegmentReplayBuffer | FrameStackReplayBuffer
+
+
+def frame_stack_size(env: VecEnv | None) -> int | None:
+    """Number of frames stacked along the first observation axis by ``env``, or ``None`` if unknown.
+
+    Recognised: ``VecFrameStack`` (optionally under ``VecTransposeImage``, ``VecMonitor`` or
+    ``VecCheckNan``) and :class:`sb3_acer.atari.AtariVecEnv`.
+    """
+    while env is not None:
+        if isinstance(env, VecFrameStack):
+            return int(env.stacked_obs.n_stack)
+        if isinstance(env, _TRANSPARENT_WRAPPERS):
+            env = env.venv
+            continue
+        if isinstance(env, VecEnvWrapper):
+            return None
+        return env.n_stack if isinstance(env, AtariVecEnv) else None
+    return None
+
+
+def make_replay_buffer(
+    *,
+    env: VecEnv | None,
+    observation_space: spaces.Space,
+    buffer_size: int,
+    n_steps: int,
+    n_envs: int,
+    n_actions: int,
+    seed: int | None = None,
+    state_size: int = 0,
+) -> ReplayBuffer:
+    """The replay memory for ``env``: frames stored once for a channel-first ``uint8`` frame stack (Atari),
+    whole observations otherwise.
+
+    Args:
+        env: the (wrapped) training environment, inspected for frame stacking.
+        observation_space: the observation space the model sees (channel-first images).
+        buffer_size: capacity in steps per environment.
+        n_steps: segment length ``T``.
+        n_envs: number of environments.
+        n_actions: number of discrete actions.
+        seed: seed of the sampling generators.
+        state_size: size of a recurrent policy's LSTM state (0: feed-forward).
+    """
+    n_stack = frame_stack_size(env)
+    shape = observation_space.shape or ()
+    if (
+        n_stack is not None
+        and n_stack > 1
+        and isinstance(observation_space, spaces.Box)
+        and observation_space.dtype == np.uint8
+        and len(shape) == 3
+        and shape[0] % n_stack == 0
+        and shape[0] <= min(shape[1:])
+    ):
+        return FrameStackReplayBuffer(
+            buffer_size=buffer_size,
+            n_steps=n_steps,
+            n_envs=n_envs,
+            obs_shape=shape,
+            n_stack=n_stack,
+            n_actions=n_actions,
+            seed=seed,
+            state_size=state_size,
+        )
+    return SegmentReplayBuffer(
+        buffer_size=buffer_size,
+        n_steps=n_steps,
+        n_envs=n_envs,
+        obs_shape=shape,
+        obs_dtype=observation_space.dtype if observation_space.dtype is not None else np.dtype(np.float32),
+        n_actions=n_actions,
+        seed=seed,
+        state_size=state_size,
+    )

@@ -1,0 +1,237 @@
+"""Train ACER on an Atari game: SB2's acer/run_atari.py, with checkpoints, evaluation and TensorBoard.
+
+Example:
+    python -m sb3_acer.run_atari --env PongNoFrameskip-v4 --num-timesteps 10000000 --logdir runs/pong
+
+Games are NoFrameskip-v4 ids with DeepMind's preprocessing (see sb3_acer/atari.py); the ROMs ship with
+ale-py. --num-timesteps counts agent steps over all environments, each 4 emulator frames: the default 10M
+is 40M frames. Training runs for exactly --num-timesteps steps (rounded up to whole updates of n_envs x 20
+steps); SB2's script trained 10% more than it was asked to. The model is saved at the end (--save-path),
+and every --checkpoint-freq steps during training; every --eval-freq steps the policy plays
+--n-eval-episodes full games on separately seeded environments, whose true (unclipped) scores are
+printed, logged (eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores
+(rollout/ep_rew_mean) are full-game, unclipped scores too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
+
+from sb3_acer.acer import ACER
+from sb3_acer.atari import SAMPLERS, make_atari_vec_env
+from sb3_acer.schedules import LR_SCHEDULES
+
+__all__ = ["build_parser", "main"]
+
+#: ``--policy`` choices (SB2's): Nature CNN, and the CNN followed by an LSTM, plain or layer-normalised.
+POLICIES = {"cnn": "CnnPolicy", "lstm": "CnnLstmPolicy", "lnlstm": "CnnLnLstmPolicy"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sb3_acer.run_atari",
+        description=__doc__,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=32),
+    )
+    default = " (default: %(default)s)"
+    game = parser.add_argument_group("game and run (SB2's options)")
+    game.add_argument(
+        "--env", default="BreakoutNoFrameskip-v4", help="NoFrameskip-v4 environment id" + default
+    )
+    game.add_argument(
+        "--seed", type=int, default=0, help="seed of everything; game i gets seed + i" + default
+    )
+    game.add_argument(
+        "--num-timesteps",
+        type=int,
+        default=10_000_000,
+        help="agent steps to train for, all envs together; 1 step = 4 frames" + default,
+    )
+    game.add_argument(
+        "--policy",
+        choices=sorted(POLICIES),
+        default="cnn",
+        help="cnn: Nature CNN; lstm / lnlstm: Nature CNN + LSTM (256 units), plain / layer-normalised"
+        + default,
+    )
+    game.add_argument(
+        "--lr_schedule",
+        "--lr-schedule",
+        dest="lr_schedule",
+        choices=sorted(LR_SCHEDULES),
+        default="constant",
+        metavar="NAME",
+        help="learning-rate schedule: " + ", ".join(sorted(LR_SCHEDULES)) + default,
+    )
+    game.add_argument(
+        "--logdir",
+        default=None,
+        help="folder for TensorBoard and CSV logs, Monitor files, evaluations and checkpoints; "
+        "nothing is logged to disk without it" + default,
+    )
+
+    run = parser.add_argument_group("training")
+    run.add_argument("--n-envs", type=int, default=16, help="games played side by side" + default)
+    run.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=SAMPLERS[0],
+        help="ale-vector: ale-py's threaded C++ vector env (faster); wrappers: SB3's Atari wrappers"
+        + default,
+    )
+    run.add_argument("--device", default="auto", help="torch device: auto, cpu, cuda, cuda:1, ..." + default)
+    run.add_argument("--learning-rate", type=float, default=7e-4, help="initial learning rate" + default)
+    run.add_argument(
+        "--buffer-size",
+        type=int,
+        default=5000,
+        help="replay capacity in steps per env (SB2's Atari value)" + default,
+    )
+    run.add_argument(
+        "--replay-ratio", type=float, default=4.0, help="mean replay updates per update" + default
+    )
+    run.add_argument(
+        "--replay-start", type=int, default=1000, help="steps per env stored before replay starts" + default
+    )
+    run.add_argument("--torch-threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    run.add_argument(
+        "--env-threads",
+        type=int,
+        default=0,
+        help="emulator threads of ale-vector (0: one per core)" + default,
+    )
+
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--save-path",
+        default=None,
+        help="where the final model is saved (default: <logdir>/acer_<env>.zip, or ./acer_<env>.zip)",
+    )
+    output.add_argument(
+        "--checkpoint-freq",
+        type=int,
+        default=1_000_000,
+        help="save a checkpoint every this many steps in <logdir or save folder>/checkpoints; 0: never"
+        + default,
+    )
+    output.add_argument(
+        "--eval-freq", type=int, default=250_000, help="evaluate every this many steps; 0: never" + default
+    )
+    output.add_argument(
+        "--n-eval-episodes",
+        type=int,
+        default=5,
+        help="full games per evaluation, played in parallel" + default,
+    )
+    output.add_argument(
+        "--eval-deterministic",
+        action="store_true",
+        help="evaluate the greedy policy instead of sampling (with ale-vector, a greedy policy that never "
+        "presses FIRE after a lost life plays on until the 108k-frame limit in games such as Breakout)",
+    )
+    output.add_argument("--log-interval", type=int, default=100, help="updates between log lines" + default)
+    output.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
+    output.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="0: quiet" + default)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> pathlib.Path:
+    """Parse ``argv``, train, save; returns the path of the saved model."""
+    args = build_parser().parse_args(argv)
+    for name in ("num_timesteps", "n_envs", "n_eval_episodes"):
+        if getattr(args, name) <= 0:
+            raise SystemExit(f"run_atari: --{name.replace('_', '-')} must be positive")
+
+    logdir = pathlib.Path(args.logdir) if args.logdir else None
+    env_name = args.env.split("/")[-1]
+    if args.save_path is not None:
+        save_path = pathlib.Path(args.save_path)
+    else:
+        save_path = (logdir or pathlib.Path(".")) / f"acer_{env_name}.zip"
+    monitor_dir = str(logdir / "monitor") if logdir else None
+
+    env = make_atari_vec_env(
+        args.env,
+        args.n_envs,
+        seed=args.seed,
+        sampler=args.sampler,
+        monitor_dir=monitor_dir,
+        num_threads=args.env_threads,
+    )
+    model = ACER(
+        POLICIES[args.policy],
+        env,
+        learning_rate=args.learning_rate,
+        lr_schedule=args.lr_schedule,
+        buffer_size=args.buffer_size,
+        replay_ratio=args.replay_ratio,
+        replay_start=args.replay_start,
+        num_procs=args.torch_threads,
+        verbose=args.verbose,
+        tensorboard_log=str(logdir) if logdir else None,
+        seed=args.seed,
+        device=args.device,
+    )
+
+    callbacks: list[BaseCallback] = []
+    eval_env = None
+    if args.checkpoint_freq > 0:
+        callbacks.append(
+            CheckpointCallback(
+                save_freq=max(args.checkpoint_freq // args.n_envs, 1),
+                save_path=str((logdir or save_path.parent) / "checkpoints"),
+                name_prefix=f"acer_{env_name}",
+                verbose=args.verbose,
+            )
+        )
+    if args.eval_freq > 0:
+        eval_env = make_atari_vec_env(
+            args.env,
+            args.n_eval_episodes,
+            seed=args.seed + 10_000,
+            sampler=args.sampler,
+            num_threads=args.env_threads,
+        )
+        callbacks.append(
+            EvalCallback(
+                eval_env,
+                n_eval_episodes=args.n_eval_episodes,
+                eval_freq=max(args.eval_freq // args.n_envs, 1),
+                log_path=str(logdir) if logdir else None,
+                best_model_save_path=str(logdir) if logdir else None,
+                deterministic=args.eval_deterministic,
+                verbose=args.verbose,
+            )
+        )
+
+    if args.verbose:
+        buffer = model.replay_buffer
+        size = f"{buffer.nbytes / 1e9:.2f} GB ({type(buffer).__name__})" if buffer is not None else "none"
+        print(
+            f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
+            f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
+        )
+    try:
+        model.learn(
+            total_timesteps=args.num_timesteps,
+            callback=callbacks,
+            log_interval=args.log_interval,
+            progress_bar=not args.no_progress_bar,
+        )
+        save_path.parent.mkdir(parents=True, exist_ok=True)
+        model.save(save_path)
+    finally:
+        env.close()
+        if eval_env is not None:
+            eval_env.close()
+    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
+    if args.verbose:
+        print(f"saved the model to {final}")
+    return final
+
+
+if __name__ == "__main__":
+    main()

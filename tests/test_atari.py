@@ -1,0 +1,450 @@
+"""Atari: frame-deduplicated replay, ale-py's vector env behind SB3's VecEnv, run_atari on a real ROM."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from ale_py.vector_env import AtariVectorEnv
+from gymnasium import spaces
+from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
+
+from sb3_acer import ACER
+from sb3_acer.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
+from sb3_acer.buffer import SegmentReplayBuffer
+from sb3_acer.frame_buffer import FrameStackReplayBuffer, make_replay_buffer
+from sb3_acer.rollout import collect_segment
+from sb3_acer.run_atari import build_parser, main
+from sb3_acer.segment import Segment
+
+FIELDS = [field.name for field in dataclasses.fields(Segment)]
+
+
+def assert_segments_equal(actual: Segment, expected: Segment) -> None:
+    for name in FIELDS:
+        a, b = getattr(actual, name), getattr(expected, name)
+        if name == "initial_state":  # (h, c) of recurrent policies, or None
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+            continue
+        assert a.dtype == b.dtype, name
+        assert a.shape == b.shape, name
+        assert np.array_equal(a, b), name
+
+
+class UniformPolicy:
+    """Stands in for an ACERPolicy in ``collect_segment``: uniform action probabilities."""
+
+    device = th.device("cpu")
+
+    def __init__(self, n_actions: int) -> None:
+        self.n_actions = n_actions
+
+    def set_training_mode(self, mode: bool) -> None:
+        del mode
+
+    def action_probs(self, obs: th.Tensor) -> th.Tensor:
+        return th.full((obs.shape[0], self.n_actions), 1.0 / self.n_actions)
+
+
+class NoiseFrameEnv(gym.Env):
+    """Every frame is fresh noise (so every frame is distinguishable); episodes end at random, by
+    termination or by truncation."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, frame_shape: tuple[int, int, int]) -> None:
+        self.observation_space = spaces.Box(0, 255, frame_shape, dtype=np.uint8)
+        self.action_space = spaces.Discrete(3)
+
+    def _frame(self) -> np.ndarray:
+        return self.np_random.integers(1, 256, size=self.observation_space.shape, dtype=np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return self._frame(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        end = self.np_random.random()
+        return self._frame(), float(action), bool(end < 0.12), bool(0.12 <= end < 0.17), {}
+
+
+def collect(env: VecEnv, n_steps: int, state: dict[str, Any]) -> Segment:
+    result = collect_segment(
+        env=env,
+        policy=UniformPolicy(int(env.action_space.n)),  # type: ignore[arg-type, attr-defined]
+        n_steps=n_steps,
+        last_obs=state["obs"],
+        last_episode_starts=state["starts"],
+        on_step=lambda record: True,
+    )
+    assert result.segment is not None
+    state["obs"], state["starts"] = result.last_obs, result.last_episode_starts
+    return result.segment
+
+
+def check_buffers_agree(
+    reference: SegmentReplayBuffer, frames: FrameStackReplayBuffer, rng: np.random.Generator
+):
+    n = reference.num_in_buffer
+    assert frames.num_in_buffer == n and len(frames) == n
+    choices = [np.full(reference.n_envs, slot) for slot in range(n)]
+    choices += [rng.integers(n, size=reference.n_envs) for _ in range(4)]
+    for slots in choices:
+        assert_segments_equal(frames.get(slots), reference.get(slots))
+
+
+@pytest.mark.parametrize(("n_steps", "frame_shape", "state_size"), [(5, (20, 24, 1), 0), (2, (20, 24, 3), 3)])
+def test_frame_buffer_returns_the_stacks_the_env_returned(
+    n_steps: int, frame_shape: tuple[int, int, int], state_size: int
+) -> None:
+    """Segments from VecFrameStack + VecTransposeImage, with random episode ends (terminations and
+    truncations), a reset, a segment left out (a rollout stopped by a callback) and ring wrap-around: the
+    frame buffer's segments equal the whole-observation buffer's, and both sample the same slots. With
+    T = 2 < n_stack - 1 a stack reaches back two segments; RGB frames have 3 channels each; recurrent
+    segments carry their initial LSTM state."""
+    n_envs, n_stack, capacity = 3, 4, 3
+    env = VecTransposeImage(
+        VecFrameStack(DummyVecEnv([lambda: NoiseFrameEnv(frame_shape)] * n_envs), n_stack=n_stack)
+    )
+    env.seed(0)
+    obs_shape = env.observation_space.shape
+    assert obs_shape == (n_stack * frame_shape[2], *frame_shape[:2])
+    buffer = make_replay_buffer(
+        env=env,
+        observation_space=env.observation_space,
+        buffer_size=capacity * n_steps,
+        n_steps=n_steps,
+        n_envs=n_envs,
+        n_actions=3,
+        seed=1,
+        state_size=state_size,
+    )
+    assert isinstance(buffer, FrameStackReplayBuffer)
+    reference = SegmentReplayBuffer(
+        capacity * n_steps, n_steps, n_envs, obs_shape, np.dtype(np.uint8), 3, seed=1, state_size=state_size
+    )
+    rng = np.random.default_rng(0)
+    state = {"obs": env.reset(), "starts": np.ones(n_envs, dtype=bool)}
+    n_final = 0
+    for iteration in range(12):
+        if iteration == 5:
+            collect(env, n_steps, state)  # collected but not stored: the stream breaks
+        if iteration == 8:
+            state = {"obs": env.reset(), "starts": np.ones(n_envs, dtype=bool)}
+        segment = collect(env, n_steps, state)
+        if state_size:
+            h, c = rng.standard_normal((2, n_envs, state_size)).astype(np.float32)
+            segment = dataclasses.replace(segment, initial_state=(h, c))
+        n_final += len(segment.final_index)
+        reference.put(segment)
+        buffer.put(segment)
+        check_buffers_agree(reference, buffer, rng)
+        assert_segments_equal(buffer.sample(), reference.sample())
+    assert n_final > 0  # truncations (with their final observations) were replayed too
+    # Only the oldest slot and the breaks keep a whole x_0.
+    assert len(buffer.heads) <= 2 * n_envs
+
+
+def test_frame_buffer_rejects_observations_that_are_not_frame_stacks() -> None:
+    rng = np.random.default_rng(0)
+    buffer = FrameStackReplayBuffer(10, 5, 2, (4, 6, 6), n_stack=4, n_actions=3)
+    segment = Segment(
+        observations=rng.integers(0, 256, size=(6, 2, 4, 6, 6), dtype=np.uint8),
+        actions=np.zeros((5, 2), dtype=np.int64),
+        rewards=np.zeros((5, 2), dtype=np.float32),
+        mu_probs=np.full((5, 2, 3), 1 / 3, dtype=np.float32),
+        terminated=np.zeros((5, 2), dtype=bool),
+        truncated=np.zeros((5, 2), dtype=bool),
+        episode_starts=np.zeros((6, 2), dtype=bool),
+        final_index=np.zeros((0, 2), dtype=np.int64),
+        final_observations=np.zeros((0, 4, 6, 6), dtype=np.uint8),
+    )
+    with pytest.raises(ValueError, match=r"observation \(t=1, env=0\) is not a frame stack"):
+        buffer.put(segment)
+
+
+@pytest.mark.parametrize("sampler", ["ale-vector", "wrappers"])
+def test_frame_buffer_on_a_real_game(sampler: str) -> None:
+    env = make_atari_vec_env("BreakoutNoFrameskip-v4", 2, seed=3, sampler=sampler)
+    try:
+        buffer = make_replay_buffer(
+            env=env,
+            observation_space=env.observation_space,
+            buffer_size=40,
+            n_steps=20,
+            n_envs=2,
+            n_actions=4,
+            seed=0,
+        )
+        assert isinstance(buffer, FrameStackReplayBuffer)
+        reference = SegmentReplayBuffer(40, 20, 2, (4, 84, 84), np.dtype(np.uint8), 4, seed=0)
+        state = {"obs": env.reset(), "starts": np.ones(2, dtype=bool)}
+        starts = 0
+        for _ in range(4):
+            segment = collect(env, 20, state)
+            starts += int(segment.episode_starts[1:].sum())
+            reference.put(segment)
+            buffer.put(segment)
+            check_buffers_agree(reference, buffer, np.random.default_rng(0))
+        assert starts > 0  # lives were lost inside the segments
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("n_actions", [4, 18])
+def test_replay_bytes_per_transition_at_atari_scale(n_actions: int) -> None:
+    """SB2's Atari set-up (buffer_size 5000, T = 20, 16 envs, 4x84x84): at most 7.5 KB per transition,
+    against about 29.7 KB for whole stacks (SB2's layout, kept by SegmentReplayBuffer)."""
+    transitions = (5000 // 20) * 20 * 16
+    frame_bytes = FrameStackReplayBuffer.estimate_nbytes(250, 20, 16, (4, 84, 84), 4, np.uint8, n_actions)
+    whole_bytes = SegmentReplayBuffer.estimate_nbytes(250, 20, 16, (4, 84, 84), np.dtype(np.uint8), n_actions)
+    assert frame_bytes / transitions <= 7500
+    assert whole_bytes / transitions > 29_000
+    assert whole_bytes / frame_bytes > 4.0
+
+
+def test_replay_estimate_equals_the_filled_buffer() -> None:
+    env = VecTransposeImage(VecFrameStack(DummyVecEnv([lambda: NoiseFrameEnv((20, 24, 1))] * 2), n_stack=4))
+    env.seed(0)
+    buffer = FrameStackReplayBuffer(15, 5, 2, (4, 20, 24), n_stack=4, n_actions=3)
+    state = {"obs": env.reset(), "starts": np.ones(2, dtype=bool)}
+    for _ in range(5):  # wraps around: the oldest slot holds its x_0, as the estimate assumes
+        buffer.put(collect(env, 5, state))
+    assert buffer.nbytes == FrameStackReplayBuffer.estimate_nbytes(3, 5, 2, (4, 20, 24), 4, np.uint8, 3)
+
+
+def test_make_replay_buffer_keeps_whole_observations_without_frame_stacking() -> None:
+    kwargs: dict[str, Any] = dict(buffer_size=20, n_steps=5, n_envs=1, n_actions=2)
+    cartpole = make_vec_env("CartPole-v1", n_envs=1)
+    buffer = make_replay_buffer(env=cartpole, observation_space=cartpole.observation_space, **kwargs)
+    assert type(buffer) is SegmentReplayBuffer
+    images = VecTransposeImage(DummyVecEnv([lambda: NoiseFrameEnv((40, 40, 3))]))
+    buffer = make_replay_buffer(env=images, observation_space=images.observation_space, **kwargs)
+    assert type(buffer) is SegmentReplayBuffer
+
+
+# ---------------------------------------------------------------------------------------------- environments
+
+
+def test_env_ids_need_noframeskip_semantics() -> None:
+    assert ale_game_name("BreakoutNoFrameskip-v4") == "breakout"
+    with pytest.raises(ValueError, match="NoFrameskip-v4"):
+        ale_game_name("ALE/Breakout-v5")
+    with pytest.raises(ValueError, match="unknown Atari environment"):
+        ale_game_name("NoSuchGameNoFrameskip-v4")
+    with pytest.raises(ValueError, match="unknown sampler"):
+        make_atari_vec_env("BreakoutNoFrameskip-v4", 1, sampler="gym")
+
+
+def test_ale_vector_env_semantics() -> None:
+    """Same-step reset, life loss ends the agent's episode only, terminal observations, zero-padded stacks,
+    clipped rewards and unclipped full-game scores (Space Invaders: invaders are worth 5 to 30 points).
+    A second, unclipped copy with the same seed and actions shows the raw rewards."""
+    clipped = AtariVecEnv("space_invaders", 2)
+    raw = AtariVecEnv("space_invaders", 2, clip_reward=False)
+    clipped.seed(7)
+    raw.seed(7)
+    obs, obs_raw = clipped.reset(), raw.reset()
+    assert obs.shape == (2, 4, 84, 84) and obs.dtype == np.uint8
+    assert np.array_equal(obs, obs_raw)
+    assert not obs[:, :3].any() and obs[:, 3].any()  # frames before the start are zero
+    rng = np.random.default_rng(0)
+    lives = np.array([info["lives"] for info in clipped.reset_infos])
+    game_return, game_length, life_losses, games, largest = np.zeros(2), np.zeros(2, dtype=int), 0, 0, 0.0
+    for _ in range(3000):
+        actions = rng.integers(clipped.action_space.n, size=2)  # type: ignore[attr-defined]
+        previous = obs
+        obs, rewards, dones, infos = clipped.step(actions)
+        obs_raw, rewards_raw, dones_raw, _ = raw.step(actions)
+        assert np.array_equal(obs, obs_raw) and np.array_equal(dones, dones_raw)
+        assert np.array_equal(rewards, np.sign(rewards_raw)) and rewards.dtype == np.float32
+        game_return += rewards_raw
+        game_length += 1
+        largest = max(largest, float(rewards_raw.max()))
+        for i in range(2):
+            info = infos[i]
+            if not dones[i]:
+                assert "terminal_observation" not in info and "episode" not in info
+                # The stack shifts by one frame; frames before the episode's start stay zero.
+                assert np.array_equal(obs[i, :3], previous[i, 1:])
+                continue
+            final = info["terminal_observation"]
+            assert final.shape == (4, 84, 84) and np.array_equal(final[:3], previous[i, 1:])
+            assert info["TimeLimit.truncated"] is False
+            assert not obs[i, :3].any()  # the new episode's stack starts empty
+            if "episode" in info:  # game over: reset in the same step
+                games += 1
+                assert info["episode"]["r"] == game_return[i] and info["episode"]["l"] == game_length[i]
+                assert info["lives"] == 3 and lives[i] == 1
+                game_return[i], game_length[i] = 0.0, 0
+            else:  # a lost life: the game goes on from the frame where it was lost
+                life_losses += 1
+                assert info["lives"] == lives[i] - 1
+                assert np.array_equal(obs[i, 3], final[3])
+        lives = np.array([info["lives"] for info in infos])
+        if games >= 2:
+            break
+    assert games >= 2 and life_losses >= 2 * games
+    assert largest > 1  # the scores above are unclipped
+    clipped.close()
+    raw.close()
+
+
+def test_ale_vector_env_is_seeded() -> None:
+    def first_games(seed: int | None) -> np.ndarray:
+        env = AtariVecEnv("breakout", 2)
+        env.seed(seed)
+        observations = [env.reset()]
+        for _ in range(30):
+            observations.append(env.step(np.ones(2, dtype=np.int64))[0])
+        env.close()
+        return np.stack(observations)
+
+    same = first_games(5)
+    assert np.array_equal(same, first_games(5))
+    assert not np.array_equal(same, first_games(6))  # the random no-ops differ
+    first_games(None)  # VecEnv.seed(None) draws 32-bit seeds; the emulators take 31-bit ones
+
+
+def test_ale_vector_env_reports_game_scores_to_evaluate_policy() -> None:
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    env = make_atari_vec_env("BreakoutNoFrameskip-v4", 2, seed=0)
+    assert env.env_is_wrapped(Monitor) == [True, True]
+
+    class Random:
+        rng = np.random.default_rng(0)
+
+        def predict(self, observation: np.ndarray, **kwargs: Any) -> tuple[np.ndarray, None]:
+            return self.rng.integers(4, size=len(observation)), None
+
+    returns, lengths = evaluate_policy(Random(), env, n_eval_episodes=2, return_episode_rewards=True)  # type: ignore[arg-type]
+    env.close()
+    # Whole games of 5 lives (a lost life takes at least ~20 steps), not single lives.
+    assert len(returns) == 2 and min(lengths) > 5 * 20  # type: ignore[arg-type]
+
+
+def _frame_differences(game: str, env_id: str, steps: int) -> np.ndarray:
+    """Absolute differences of the preprocessed frames of both paths from the same emulator state, under
+    the same random actions (no no-ops or FIRE on reset, so that both start alike)."""
+    vector = AtariVectorEnv(
+        game,
+        1,
+        noop_max=0,
+        use_fire_reset=False,
+        reward_clipping=False,
+        stack_num=1,
+        autoreset_mode="SameStep",
+    )
+    wrapped = WarpFrame(MaxAndSkipEnv(gym.make(env_id), skip=4))
+    obs_v, _ = vector.reset(seed=3)
+    obs_w, _ = wrapped.reset(seed=3)
+    rng = np.random.default_rng(0)
+    diffs = [np.abs(obs_v[0, 0].astype(int) - obs_w[:, :, 0].astype(int))]
+    for _ in range(steps):
+        action = int(rng.integers(vector.single_action_space.n))  # type: ignore[attr-defined]
+        obs_v, reward_v, terminated_v, _, _ = vector.step(np.array([action]))
+        obs_w, reward_w, terminated_w, _, _ = wrapped.step(action)
+        assert reward_v[0] == reward_w and bool(terminated_v[0]) == terminated_w
+        if terminated_w:
+            break
+        diffs.append(np.abs(obs_v[0, 0].astype(int) - obs_w[:, :, 0].astype(int)))
+    vector.close()
+    wrapped.close()
+    return np.stack(diffs)
+
+
+def test_preprocessing_matches_the_wrappers() -> None:
+    """The C++ frame pipeline (frame skip, max-pool, grayscale, INTER_AREA resize) against SB3's
+    MaxAndSkipEnv + WarpFrame. Measured: Breakout identical; Pong 0.2 % of pixels differ, mean absolute
+    difference 0.018 grey levels (the max is taken after (C++) or before (SB3) the grayscale conversion,
+    which matters only where a sprite moves between the last two frames). The bounds, 10x the measured
+    values, are far below what a CNN policy could tell apart (a 1-grey-level change is 0.4 % of the
+    input range); rewards and game ends agree exactly."""
+    breakout = _frame_differences("breakout", "BreakoutNoFrameskip-v4", 300)
+    assert len(breakout) > 100 and breakout.max() == 0
+    pong = _frame_differences("pong", "PongNoFrameskip-v4", 400)
+    assert len(pong) == 401
+    assert pong.mean() < 0.2 and (pong > 0).mean() < 0.02
+
+
+# ---------------------------------------------------------------------------------------------- run_atari
+
+
+@pytest.mark.parametrize("sampler", ["ale-vector", "wrappers"])
+def test_run_atari_trains_saves_checkpoints_and_evaluates_on_a_real_rom(
+    sampler: str, tmp_path: pathlib.Path
+) -> None:
+    logdir = tmp_path / "run"
+    saved = main(
+        [
+            f"--sampler={sampler}",
+            "--num-timesteps=200",
+            "--n-envs=2",
+            "--buffer-size=60",
+            "--replay-start=20",
+            "--eval-freq=120",
+            "--n-eval-episodes=1",
+            "--checkpoint-freq=120",
+            f"--logdir={logdir}",
+            "--verbose=0",
+        ]
+    )
+    assert saved == logdir / "acer_BreakoutNoFrameskip-v4.zip"
+    model = ACER.load(saved)
+    assert model.num_timesteps == 200 and model._n_replay_updates > 0
+    assert model.observation_space.shape == (4, 84, 84)
+    assert sorted(path.name for path in (logdir / "checkpoints").iterdir()) == [
+        "acer_BreakoutNoFrameskip-v4_120_steps.zip"
+    ]
+    evaluations = np.load(logdir / "evaluations.npz")
+    assert evaluations["timesteps"].tolist() == [120]
+    assert evaluations["ep_lengths"].min() > 5 * 20  # a whole game of 5 lives
+    assert list((logdir / "ACER_1").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize(
+    ("policy", "policy_class"), [("lstm", "CnnLstmPolicy"), ("lnlstm", "CnnLnLstmPolicy")]
+)
+def test_run_atari_trains_recurrent_policies(policy: str, policy_class: str, tmp_path: pathlib.Path) -> None:
+    saved = main(
+        [
+            f"--policy={policy}",
+            "--num-timesteps=80",
+            "--n-envs=2",
+            "--buffer-size=40",
+            "--replay-start=20",
+            "--eval-freq=0",
+            "--checkpoint-freq=0",
+            f"--save-path={tmp_path / 'model.zip'}",
+            "--no-progress-bar",
+            "--verbose=0",
+        ]
+    )
+    model = ACER.load(saved)
+    assert type(model.policy).__name__ == policy_class
+    assert model.num_timesteps == 80
+
+
+def test_run_atari_help_documents_every_option() -> None:
+    parser = build_parser()
+    text = parser.format_help()
+    for action in parser._actions:
+        for option in action.option_strings:
+            assert option in text
+        if action.dest != "help":
+            assert action.help, action.dest
+    defaults = parser.parse_args([])
+    assert defaults.env == "BreakoutNoFrameskip-v4" and defaults.num_timesteps == 10_000_000
+    assert defaults.n_envs == 16 and defaults.policy == "cnn" and defaults.lr_schedule == "constant"
+    assert defaults.sampler == "ale-vector"
