@@ -1,0 +1,894 @@
+"""The ``sb3-acer`` command (also ``python -m sb3_acer``): train, enjoy and plot.
+
+- ``sb3-acer train ENV_ID`` trains ACER with the tuned preset for ``ENV_ID`` when one exists
+  (``sb3_acer/presets/acer.yml``), otherwise with ACER's defaults. Every setting can be overridden. The run
+  folder ``<log-folder>/<env>_<seed>/`` receives the ``Monitor`` logs (``<rank>.monitor.csv``), the model
+  (``model.zip``), a description of the run (``model.json``), the observation statistics of
+  ``VecNormalize`` when the run normalises (``model.vecnormalize.npz``, plain arrays, no pickle) and the
+  evaluations of ``--eval-freq`` (``evaluations.npz``).
+- ``sb3-acer enjoy MODEL`` runs a saved model for a few episodes and prints the returns; it reads the
+  environment id and the normalisation statistics written next to the model by ``train``.
+- ``sb3-acer plot RUN_DIR...`` draws episode return against environment steps from the ``Monitor`` logs,
+  the mean and standard deviation over the seeds of each experiment, to a PNG.
+
+:func:`main` takes the arguments and returns the exit code: 0 on success, 2 for a usage error (unknown
+environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
+optional dependency, a damaged model file), 130 when interrupted. Errors are printed as one line
+``error: ...`` on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import inspect
+import json
+import pathlib
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple, NoReturn
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.utils import check_for_correct_spaces, safe_mean
+from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize, VecTransposeImage
+from torch import nn
+
+import sb3_acer
+from sb3_acer.acer import ACER
+from sb3_acer.presets import Preset, available_presets, load_preset
+from sb3_acer.serialization import ModelFileError
+
+__all__ = ["CLIError", "main"]
+
+PROG = "sb3-acer"
+#: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
+DEFAULT_N_ENVS = 4
+DEFAULT_TIMESTEPS = 100_000
+ATARI_N_ENVS = 16
+ATARI_TIMESTEPS = 10_000_000
+ATARI_FRAME_STACK = 4
+#: Constructor arguments that have their own flag, and the flag to use instead.
+OWN_FLAGS = {
+    "seed": "--seed",
+    "tensorboard_log": "--tensorboard-log",
+    "verbose": "--verbose",
+    "policy": "--policy",
+    "n_envs": "--n-envs",
+    "n_timesteps": "--timesteps",
+}
+#: ``--hyperparams`` keys that describe the run rather than the model.
+RUN_KEYS = ("normalize",)
+BARE_STRING = re.compile(r"[A-Za-z_][\w.\-/]*")
+
+
+class CLIError(Exception):
+    """An error reported as one line ``error: ...``, with the exit code of the command."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(CLIError):
+    """A problem with the command line itself (exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors become :class:`UsageError` (one line, no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} -h')")
+
+
+def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
+    """Parse ``key=value`` items; values are Python literals (``ast.literal_eval``) or bare strings.
+
+    Raises:
+        UsageError: an item without ``=``, a key that is not an identifier, or a value that is neither a
+            Python literal nor a bare word such as ``linear``.
+    """
+    result: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--hyperparams expects key=value, got {item!r}")
+        text = text.strip()
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            if not BARE_STRING.fullmatch(text):
+                raise UsageError(
+                    f"--hyperparams {key}: {text!r} is not a Python literal (quote strings with spaces or "
+                    "symbols, e.g. key=\"'a b'\")"
+                ) from None
+            value = text
+        result[key] = value
+    return result
+
+
+def _accepted_hyperparameters() -> list[str]:
+    parameters = inspect.signature(ACER.__init__).parameters
+    excluded = {"self", "policy", "env", "_init_setup_model", *OWN_FLAGS}
+    return sorted(set(parameters) - excluded)
+
+
+def _check_hyperparameter_keys(hyperparams: dict[str, Any]) -> None:
+    accepted = _accepted_hyperparameters()
+    for key in hyperparams:
+        if key in OWN_FLAGS:
+            raise UsageError(f"--hyperparams {key}: use {OWN_FLAGS[key]} instead")
+        if key not in accepted and key not in RUN_KEYS:
+            raise UsageError(
+                f"unknown hyperparameter {key!r} for ACER; accepted: {', '.join([*accepted, *RUN_KEYS])}"
+            )
+
+
+def _resolve_activation(policy_kwargs: Any) -> Any:
+    """Turn ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) in ``policy_kwargs`` into the ``torch.nn`` class."""
+    if not isinstance(policy_kwargs, dict) or not isinstance(policy_kwargs.get("activation_fn"), str):
+        return policy_kwargs
+    name = policy_kwargs["activation_fn"].removeprefix("torch.").removeprefix("nn.")
+    activation = getattr(nn, name, None)
+    if not (isinstance(activation, type) and issubclass(activation, nn.Module)):
+        raise UsageError(
+            f"policy_kwargs: activation_fn {policy_kwargs['activation_fn']!r} is not a torch.nn class"
+        )
+    return {**policy_kwargs, "activation_fn": activation}
+
+
+# ---------------------------------------------------------------------------------------------- environments
+
+
+class EnvInfo(NamedTuple):
+    """What the CLI needs to know about an environment id."""
+
+    env_id: str
+    atari: bool
+
+
+def resolve_env(env_id: str) -> EnvInfo:
+    """Check that ``env_id`` is registered (registering the Atari games of ``ale-py`` when it is installed).
+
+    Raises:
+        UsageError: the id is unknown.
+    """
+    if env_id not in gym.registry:
+        try:
+            import ale_py
+
+            gym.register_envs(ale_py)
+        except ImportError:
+            if "NoFrameskip" in env_id or env_id.startswith("ALE/"):
+                raise CLIError(
+                    f"{env_id} is an Atari game, which needs ale-py: pip install 'sb3-acer[atari]'"
+                ) from None
+    try:
+        spec = gym.spec(env_id)
+    except (gym.error.Error, ModuleNotFoundError) as error:
+        raise UsageError(f"unknown environment id {env_id!r}: {error}") from None
+    return EnvInfo(env_id=env_id, atari="ale_py" in str(spec.entry_point))
+
+
+def make_env(
+    info: EnvInfo,
+    n_envs: int,
+    seed: int | None,
+    monitor_dir: pathlib.Path | None = None,
+    render_mode: str | None = None,
+    video: Callable[[gym.Env], gym.Env] | None = None,
+) -> VecEnv:
+    """A ``DummyVecEnv`` of ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack).
+
+    ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it.
+    """
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+
+    def wrap(env: gym.Env) -> gym.Env:
+        return AtariWrapper(env) if info.atari else env
+
+    env_kwargs: dict[str, Any] = {}
+    if render_mode is not None:
+        env_kwargs["render_mode"] = render_mode
+    if info.atari and gym.spec(info.env_id).kwargs.get("frameskip") != 1:
+        env_kwargs["frameskip"] = 1  # AtariWrapper skips frames itself
+
+    def make(**kwargs: Any) -> gym.Env:
+        env = gym.make(info.env_id, **kwargs)
+        return video(env) if video is not None else env
+
+    try:
+        venv = make_vec_env(
+            make,
+            n_envs=n_envs,
+            seed=seed,
+            monitor_dir=None if monitor_dir is None else str(monitor_dir),
+            wrapper_class=wrap,
+            env_kwargs=env_kwargs,
+        )
+    except gym.error.DependencyNotInstalled as error:
+        raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
+    if info.atari:
+        venv = VecFrameStack(venv, n_stack=ATARI_FRAME_STACK)
+    if is_image_space(venv.observation_space) and not is_image_space_channels_first(
+        venv.observation_space  # type: ignore[arg-type]
+    ):
+        venv = VecTransposeImage(venv)  # as ACER does it to its training env
+    return venv
+
+
+def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
+    """Write ``VecNormalize``'s statistics and settings as plain arrays (``np.savez``, no pickle)."""
+    obs_rms, ret_rms = env.obs_rms, env.ret_rms
+    if not isinstance(obs_rms, RunningMeanStd):
+        raise CLIError("normalisation statistics of dict observations cannot be saved")
+    np.savez(
+        path,
+        obs_mean=obs_rms.mean,
+        obs_var=obs_rms.var,
+        obs_count=np.float64(obs_rms.count),
+        ret_mean=ret_rms.mean,
+        ret_var=ret_rms.var,
+        ret_count=np.float64(ret_rms.count),
+        norm_obs=env.norm_obs,
+        norm_reward=env.norm_reward,
+        clip_obs=env.clip_obs,
+        clip_reward=env.clip_reward,
+        gamma=env.gamma,
+        epsilon=env.epsilon,
+    )
+
+
+def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
+    """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics."""
+    with np.load(path, allow_pickle=False) as data:
+        env = VecNormalize(
+            venv,
+            training=False,
+            norm_obs=bool(data["norm_obs"]),
+            norm_reward=False,
+            clip_obs=float(data["clip_obs"]),
+            clip_reward=float(data["clip_reward"]),
+            gamma=float(data["gamma"]),
+            epsilon=float(data["epsilon"]),
+        )
+        obs_rms = RunningMeanStd(shape=data["obs_mean"].shape)
+        obs_rms.mean, obs_rms.var, obs_rms.count = data["obs_mean"], data["obs_var"], float(data["obs_count"])
+        env.obs_rms = obs_rms  # type: ignore[assignment]  # a dict only for Dict observations
+        env.ret_rms.mean, env.ret_rms.var = data["ret_mean"], data["ret_var"]
+        env.ret_rms.count = float(data["ret_count"])
+    return env
+
+
+def _sidecar(model_path: pathlib.Path, suffix: str) -> pathlib.Path:
+    return model_path.with_suffix(suffix)
+
+
+def _model_file(path: str | pathlib.Path) -> pathlib.Path:
+    """The file ``ACER.save(path)`` writes (``.zip`` is appended to a path without suffix)."""
+    path = pathlib.Path(path)
+    return path if path.suffix else path.with_suffix(".zip")
+
+
+# ---------------------------------------------------------------------------------------------- train
+
+
+class TrainSettings(NamedTuple):
+    """Everything a ``train`` run uses, after presets, defaults and flags are combined."""
+
+    env: EnvInfo
+    n_envs: int
+    timesteps: int
+    policy: str
+    normalize: bool
+    hyperparameters: dict[str, Any]
+    seed: int
+    source: str
+
+
+def train_settings(args: argparse.Namespace) -> TrainSettings:
+    """Combine the preset (or the defaults) with the command-line flags, checking everything."""
+    overrides = parse_hyperparams(args.hyperparams or [])
+    _check_hyperparameter_keys(overrides)
+    info = resolve_env(args.env_id)
+    preset: Preset | None
+    try:
+        preset = load_preset(args.env_id)
+    except KeyError:
+        preset = None
+    if preset is not None:
+        n_envs, timesteps, policy = preset.n_envs, preset.n_timesteps, preset.policy
+        normalize, hyperparameters = preset.normalize, dict(preset.hyperparameters)
+        source = f"Using the tuned preset for {args.env_id} (sb3_acer/presets/acer.yml)."
+    elif info.atari:
+        n_envs, timesteps, policy, normalize, hyperparameters = (
+            ATARI_N_ENVS,
+            ATARI_TIMESTEPS,
+            "CnnPolicy",
+            False,
+            {"lr_schedule": "constant"},
+        )
+        source = (
+            f"No preset for {args.env_id}: using ACER's defaults with SB2 run_atari's settings "
+            f"({ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, "
+            "lr_schedule constant)."
+        )
+    else:
+        n_envs, timesteps, policy, normalize, hyperparameters = (
+            DEFAULT_N_ENVS,
+            DEFAULT_TIMESTEPS,
+            "MlpPolicy",
+            False,
+            {},
+        )
+        source = f"No preset for {args.env_id}: using ACER's defaults with {DEFAULT_N_ENVS} envs."
+    normalize = overrides.pop("normalize", normalize)
+    if not isinstance(normalize, bool):
+        raise UsageError(f"--hyperparams normalize must be True or False, got {normalize!r}")
+    hyperparameters.update(overrides)
+    if "policy_kwargs" in hyperparameters:
+        hyperparameters["policy_kwargs"] = _resolve_activation(hyperparameters["policy_kwargs"])
+    if args.n_envs is not None:
+        n_envs = args.n_envs
+    if args.timesteps is not None:
+        timesteps = args.timesteps
+    if args.policy is not None:
+        policy = args.policy
+    return TrainSettings(
+        env=info,
+        n_envs=n_envs,
+        timesteps=timesteps,
+        policy=policy,
+        normalize=normalize,
+        hyperparameters=hyperparameters,
+        seed=args.seed,
+        source=source,
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(float(text)) if re.fullmatch(r"[0-9.]+e[0-9]+", text) else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive_int(text)
+
+
+def _check_optional(module: str, purpose: str, install: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        raise CLIError(f"{purpose} needs {module}: {install}") from None
+
+
+def _prepare_run_dir(run_dir: pathlib.Path, overwrite: bool) -> None:
+    old = sorted(run_dir.glob("*.monitor.csv"))
+    if old and not overwrite:
+        raise UsageError(
+            f"{run_dir} already holds a run; pass --overwrite to replace it, or choose another --seed "
+            "or --log-folder"
+        )
+    # Remove the previous run's Monitor logs: a run with fewer envs would leave stale ranks behind.
+    for path in [*old, run_dir / "evaluations.npz"]:
+        path.unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda obj: getattr(obj, "__name__", repr(obj))))
+
+
+@contextlib.contextmanager
+def _torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Use ``n_threads`` torch threads inside the block (``None``: leave the setting), then restore it."""
+    before = th.get_num_threads()
+    if n_threads is not None:
+        th.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        th.set_num_threads(before)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    settings = train_settings(args)
+    # The small MLPs are several times faster on one thread than with threads competing for the cores;
+    # --hyperparams num_procs=N chooses the count.
+    single = settings.policy == "MlpPolicy" and "num_procs" not in settings.hyperparameters
+    with _torch_threads(1 if single else None):
+        return _train(settings, args)
+
+
+def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
+    if not args.no_progress_bar:
+        _check_optional("tqdm", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        _check_optional("rich", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+    if args.tensorboard_log is not None:
+        _check_optional("tensorboard", "--tensorboard-log", "pip install tensorboard")
+    env_name = settings.env.env_id.replace("/", "-")
+    run_name = f"{env_name}_{settings.seed}"
+    run_dir = pathlib.Path(args.log_folder) / run_name
+    model_path = _model_file(args.save_path) if args.save_path else run_dir / "model.zip"
+    _prepare_run_dir(run_dir, args.overwrite)
+    print(settings.source)
+    print(
+        f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
+        f"{settings.n_envs} envs, seed {settings.seed}"
+        + (", VecNormalize" if settings.normalize else "")
+        + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
+    )
+
+    env: VecEnv | None = None
+    try:
+        env = make_env(settings.env, settings.n_envs, settings.seed, monitor_dir=run_dir)
+        if settings.normalize:
+            env = VecNormalize(env, gamma=float(settings.hyperparameters.get("gamma", 0.99)))
+        model = ACER(
+            settings.policy,
+            env,
+            seed=settings.seed,
+            verbose=args.verbose,
+            tensorboard_log=args.tensorboard_log,
+            **settings.hyperparameters,
+        )
+    except (CLIError, ValueError, TypeError) as error:
+        # Leave no empty run behind: it would block the corrected command without --overwrite.
+        if env is not None:
+            env.close()
+        for path in run_dir.glob("*.monitor.csv"):
+            path.unlink()
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+        if isinstance(error, CLIError):
+            raise
+        raise UsageError(f"invalid settings: {error}") from None
+
+    callbacks: list[BaseCallback] = []
+    eval_callback: EvalCallback | None = None
+    if args.eval_freq:
+        eval_env = make_env(settings.env, 1, settings.seed + 1000)
+        if settings.normalize:
+            eval_env = VecNormalize(eval_env, training=False, norm_reward=False)  # synced before each eval
+        eval_callback = EvalCallback(
+            eval_env,
+            n_eval_episodes=args.eval_episodes,
+            eval_freq=max(args.eval_freq // settings.n_envs, 1),
+            log_path=str(run_dir),
+            deterministic=True,
+            verbose=1,
+        )
+        callbacks.append(eval_callback)
+
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        model.learn(
+            total_timesteps=settings.timesteps,
+            callback=callbacks,
+            progress_bar=not args.no_progress_bar,
+            tb_log_name=run_name,
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
+    elapsed = time.perf_counter() - start
+
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(model_path)
+    normalization_path = None
+    if isinstance(env, VecNormalize):
+        normalization_path = _sidecar(model_path, ".vecnormalize.npz")
+        save_normalization(env, normalization_path)
+    run_info = dict(
+        env_id=settings.env.env_id,
+        atari=settings.env.atari,
+        n_envs=settings.n_envs,
+        total_timesteps=settings.timesteps,
+        num_timesteps=int(model.num_timesteps),
+        policy=settings.policy,
+        normalize=settings.normalize,
+        seed=settings.seed,
+        hyperparameters=_json_safe(settings.hyperparameters),
+        run_dir=str(run_dir),
+        sb3_acer_version=sb3_acer.__version__,
+    )
+    _sidecar(model_path, ".json").write_text(json.dumps(run_info, indent=2) + "\n")
+    env.close()
+
+    episodes = list(model.ep_info_buffer or [])
+    print()
+    print(f"Trained on {settings.env.env_id}: {model.num_timesteps} env steps in {elapsed:.1f} s")
+    if episodes:
+        print(
+            f"  mean training return (last {len(episodes)} episodes): "
+            f"{safe_mean([episode['r'] for episode in episodes]):.2f}"
+        )
+    else:
+        print("  mean training return: no episode finished")
+    if eval_callback is None:
+        print("  evaluation: not run (pass --eval-freq)")
+    elif not eval_callback.evaluations_results:
+        print("  evaluation: none yet (--eval-freq is larger than the steps trained)")
+    else:
+        last = np.asarray(eval_callback.evaluations_results[-1])
+        at_step = eval_callback.evaluations_timesteps[-1]
+        print(
+            f"  evaluation return ({_count(len(last), 'episode')} at step {at_step}): "
+            f"{last.mean():.2f} +/- {last.std():.2f} (best {eval_callback.best_mean_reward:.2f})"
+        )
+    print(f"  model: {model_path}")
+    if normalization_path is not None:
+        print(f"  normalisation statistics: {normalization_path}")
+    print(f"  Monitor logs: {run_dir}  (plot: {PROG} plot {run_dir})")
+    print(f"  watch it: {PROG} enjoy {model_path}")
+    return 130 if interrupted else 0
+
+
+# ---------------------------------------------------------------------------------------------- enjoy
+
+
+def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gym.Env], gym.Env]:
+    """A wrapper recording the first ``n_episodes`` episodes to ``folder`` (Gymnasium's ``RecordVideo``)."""
+    try:
+        import moviepy  # noqa: F401
+    except ImportError:
+        raise CLIError("video recording needs moviepy: pip install moviepy") from None
+    from gymnasium.wrappers import RecordVideo
+
+    def record(env: gym.Env) -> gym.Env:
+        # Only the episodes that are played to the end: the vec env resets after the last one.
+        return RecordVideo(
+            env,
+            video_folder=folder,
+            episode_trigger=lambda episode: episode < n_episodes,
+            name_prefix=info.env_id.replace("/", "-"),
+            disable_logger=True,
+        )
+
+    return record
+
+
+def cmd_enjoy(args: argparse.Namespace) -> int:
+    with _torch_threads(1):  # one observation at a time: threads only add overhead
+        return _enjoy(args)
+
+
+def _enjoy(args: argparse.Namespace) -> int:
+    model_path = pathlib.Path(args.model)
+    if model_path.is_dir():
+        model_path = model_path / "model.zip"
+    elif not model_path.exists():
+        model_path = _model_file(model_path)
+    if not model_path.is_file():
+        raise UsageError(f"no model file {str(model_path)!r}")
+    run_info: dict[str, Any] = {}
+    info_path = _sidecar(model_path, ".json")
+    if info_path.is_file():
+        run_info = json.loads(info_path.read_text())
+    env_id = args.env or run_info.get("env_id")
+    if not env_id:
+        raise UsageError(f"pass --env ENV_ID ({info_path} does not exist to name the environment)")
+    info = resolve_env(env_id)
+    if args.video_folder is not None and args.render:
+        raise UsageError("--render and --video-folder cannot be combined")
+    video = None if args.video_folder is None else _video_recorder(info, args.video_folder, args.episodes)
+    try:
+        model = ACER.load(model_path, device=args.device)
+    except ModelFileError as error:
+        raise CLIError(f"cannot load {model_path}: {error}") from None
+    render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
+    env = make_env(info, 1, args.seed, render_mode=render_mode, video=video)
+    normalization_path = _sidecar(model_path, ".vecnormalize.npz")
+    if normalization_path.is_file():
+        env = load_normalization(env, normalization_path)
+    elif run_info.get("normalize"):
+        env.close()
+        raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
+    try:
+        check_for_correct_spaces(env, model.observation_space, model.action_space)
+    except ValueError as error:
+        env.close()
+        raise UsageError(f"the model does not fit {env_id}: {error}") from None
+
+    returns: list[float] = []
+    obs = env.reset()
+    try:
+        while len(returns) < args.episodes:
+            action, _ = model.predict(obs, deterministic=args.deterministic)  # type: ignore[arg-type]
+            obs, _, _, infos = env.step(action)
+            episode = infos[0].get("episode")
+            if episode is not None:
+                returns.append(float(episode["r"]))
+                print(f"episode {len(returns)}: return {episode['r']:.2f}, length {episode['l']}")
+    except KeyboardInterrupt:
+        env.close()
+        return 130
+    env.close()
+    print(
+        f"{info.env_id}: mean return over {len(returns)} episodes {np.mean(returns):.2f} "
+        f"+/- {np.std(returns):.2f}"
+    )
+    if args.video_folder is not None:
+        print(f"videos: {args.video_folder}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- plot
+
+
+class Curve(NamedTuple):
+    """Learning curve of one experiment: mean and standard deviation over its runs on a common grid."""
+
+    label: str
+    n_runs: int
+    steps: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+
+
+def find_runs(paths: Sequence[str]) -> dict[tuple[str, str], list[pathlib.Path]]:
+    """Group run folders into experiments, keyed by (parent folder, name without the ``_<seed>`` suffix).
+
+    Each path is a run folder (it holds ``*.monitor.csv`` files) or a folder of run folders.
+    """
+    from stable_baselines3.common.monitor import get_monitor_files
+
+    groups: dict[tuple[str, str], list[pathlib.Path]] = {}
+    for text in paths:
+        path = pathlib.Path(text)
+        if not path.is_dir():
+            raise UsageError(f"{text!r} is not a folder")
+        if get_monitor_files(str(path)):
+            runs = [path]
+        else:
+            runs = sorted(sub for sub in path.iterdir() if sub.is_dir() and get_monitor_files(str(sub)))
+        if not runs:
+            raise CLIError(f"no Monitor logs (*.monitor.csv) in {text} or its subfolders")
+        for run in runs:
+            key = (str(run.resolve().parent), re.sub(r"_\d+$", "", run.name))
+            if run not in groups.setdefault(key, []):
+                groups[key].append(run)
+    return groups
+
+
+def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> list[Curve]:
+    """Episode return against environment steps, smoothed over ``window`` episodes, per experiment.
+
+    The runs of an experiment are interpolated onto the steps that all of them reached; ``std`` is 0 for
+    an experiment of one run.
+    """
+    from stable_baselines3.common.monitor import load_results
+    from stable_baselines3.common.results_plotter import X_TIMESTEPS, ts2xy, window_func
+
+    groups = find_runs(paths)
+    names = [name for _, name in groups]
+    curves = []
+    for (parent, name), runs in groups.items():
+        label = name if names.count(name) == 1 else f"{pathlib.Path(parent).name}/{name}"
+        xy = []
+        for run in runs:
+            steps, returns = ts2xy(load_results(str(run)), X_TIMESTEPS)
+            steps, returns = np.asarray(steps, dtype=float), np.asarray(returns, dtype=float)
+            if len(returns) == 0:
+                continue
+            width = min(window, len(returns))
+            if width > 1:
+                steps, returns = window_func(steps, returns, width, np.mean)
+            xy.append((steps, returns))
+        if not xy:
+            print(f"{label}: no finished episode, skipped", file=sys.stderr)
+            continue
+        low = max(steps[0] for steps, _ in xy)
+        high = min(steps[-1] for steps, _ in xy)
+        grid = np.linspace(low, high, points) if high > low else np.array([high])
+        values = np.stack([np.interp(grid, steps, returns) for steps, returns in xy])
+        curves.append(Curve(label, len(xy), grid, values.mean(axis=0), values.std(axis=0)))
+    if not curves:
+        raise CLIError("no finished episode in any run")
+    return curves
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    try:
+        import pandas  # noqa: F401
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise CLIError("plotting needs matplotlib and pandas: pip install 'sb3-acer[plot]'") from None
+    curves = learning_curves(args.run_dirs, window=args.window)
+    figure = Figure(figsize=(7, 4.5), dpi=args.dpi)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for curve in curves:
+        runs = _count(curve.n_runs, "run")
+        marker = "o" if len(curve.steps) == 1 else None
+        (line,) = axes.plot(curve.steps, curve.mean, marker=marker, label=f"{curve.label} ({runs})")
+        if curve.n_runs > 1:
+            axes.fill_between(
+                curve.steps, curve.mean - curve.std, curve.mean + curve.std, color=line.get_color(), alpha=0.2
+            )
+        print(
+            f"{curve.label}: {runs}, return {curve.mean[-1]:.2f} +/- {curve.std[-1]:.2f} "
+            f"at {int(curve.steps[-1])} steps"
+        )
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel(f"episode return (mean of {args.window} episodes)")
+    axes.set_title(args.title or "ACER learning curves (mean +/- std over seeds)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out)
+    print(f"saved {out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+MAIN_EXAMPLES = f"""\
+examples:
+  {PROG} train CartPole-v1                      # tuned preset, logs and model in logs/CartPole-v1_0/
+  {PROG} enjoy logs/CartPole-v1_0/model.zip     # watch it for 5 episodes
+  {PROG} plot logs/ --out curves.png            # learning curves of every run in logs/
+
+Run '{PROG} COMMAND -h' for the options of a command."""
+
+TRAIN_EXAMPLES = f"""\
+examples:
+  {PROG} train CartPole-v1
+  {PROG} train CartPole-v1 --seed 1 --timesteps 20000 --eval-freq 5000
+  {PROG} train Acrobot-v1 --n-envs 8 --hyperparams ent_coef=0.01 lr_schedule=constant
+  {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': [128, 128]}}" normalize=True
+  {PROG} train PongNoFrameskip-v4 --tensorboard-log tb/
+
+Presets: {", ".join(available_presets())}.
+Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TIMESTEPS} steps (Atari:
+{ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant,
+{ATARI_TIMESTEPS} steps, as SB2's run_atari).
+--hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}) or bare
+words (linear); 'normalize' (VecNormalize) is accepted besides ACER's constructor arguments, and
+'activation_fn' inside policy_kwargs may name a torch.nn class ('ReLU')."""
+
+ENJOY_EXAMPLES = f"""\
+examples:
+  {PROG} enjoy logs/CartPole-v1_0/model.zip --episodes 10 --deterministic
+  {PROG} enjoy logs/CartPole-v1_0               # a run folder: its model.zip
+  {PROG} enjoy my_model.zip --env CartPole-v1   # a model saved from Python
+  {PROG} enjoy logs/CartPole-v1_0 --video-folder videos/   # needs moviepy
+
+The environment id and the VecNormalize statistics are read from MODEL.json and MODEL.vecnormalize.npz
+next to the model, as written by '{PROG} train'."""
+
+PLOT_EXAMPLES = f"""\
+examples:
+  {PROG} plot logs/CartPole-v1_0 logs/CartPole-v1_1 logs/CartPole-v1_2 --out cartpole.png
+  {PROG} plot logs/ --out curves.png            # every run folder in logs/
+  {PROG} plot baseline/ tuned/ --window 50      # compare two experiments
+
+Each RUN_DIR is a run folder (holding *.monitor.csv files, as written by '{PROG} train') or a folder of
+run folders. Runs whose folder names differ only by a '_<seed>' suffix, in the same parent folder, form
+one experiment: its curve is the mean over the runs, with a band of +/- one standard deviation, drawn
+over the steps all of them reached. Steps are the summed lengths of the finished episodes."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``sb3-acer`` command."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog=PROG,
+        description="ACER (Actor-Critic with Experience Replay) on Stable-Baselines3: train, enjoy, plot.",
+        epilog=MAIN_EXAMPLES,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {sb3_acer.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    train = commands.add_parser(
+        "train",
+        help="train ACER on an environment (tuned preset when one exists)",
+        description="Train ACER on ENV_ID with its tuned preset (or ACER's defaults), then save it.",
+        epilog=TRAIN_EXAMPLES,
+        formatter_class=formatter,
+    )
+    train.add_argument("env_id", metavar="ENV_ID", help="Gymnasium environment id, e.g. CartPole-v1")
+    train.add_argument("--n-envs", type=_positive_int, help="parallel environments (default: preset)")
+    train.add_argument(
+        "--timesteps", type=_positive_int, help="environment steps, all envs (default: preset)"
+    )
+    train.add_argument(
+        "--seed", type=int, default=0, help="random seed; also names the run folder (default 0)"
+    )
+    train.add_argument("--policy", choices=sorted(ACER.policy_aliases), help="policy (default: preset)")
+    train.add_argument(
+        "--hyperparams",
+        nargs="+",
+        action="extend",
+        metavar="KEY=VALUE",
+        help="override constructor arguments, e.g. ent_coef=0.01 lr_schedule=constant",
+    )
+    train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
+    train.add_argument("--save-path", help="model file (default: <run folder>/model.zip)")
+    train.add_argument("--tensorboard-log", metavar="DIR", help="write TensorBoard logs to DIR")
+    train.add_argument(
+        "--eval-freq",
+        type=_non_negative_int,
+        default=0,
+        metavar="STEPS",
+        help="evaluate every STEPS env steps (all envs together) on a separate env; 0: never (default)",
+    )
+    train.add_argument("--eval-episodes", type=_positive_int, default=5, help="episodes per evaluation")
+    train.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2), help="ACER's log output")
+    train.add_argument("--no-progress-bar", action="store_true", help="no progress bar")
+    train.add_argument("--overwrite", action="store_true", help="replace an existing run in the run folder")
+    train.set_defaults(func=cmd_train)
+
+    enjoy = commands.add_parser(
+        "enjoy",
+        help="run a saved model and print its episode returns",
+        description="Run a saved model for some episodes and print the returns (optionally record videos).",
+        epilog=ENJOY_EXAMPLES,
+        formatter_class=formatter,
+    )
+    enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
+    enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
+    enjoy.add_argument("--episodes", type=_positive_int, default=5, help="number of episodes (default 5)")
+    enjoy.add_argument("--deterministic", action="store_true", help="take the most probable action")
+    enjoy.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
+    enjoy.add_argument("--render", action="store_true", help="show the environment in a window")
+    enjoy.add_argument("--video-folder", metavar="DIR", help="record each episode to DIR (needs moviepy)")
+    enjoy.add_argument("--device", default="auto", help="torch device (default: auto)")
+    enjoy.set_defaults(func=cmd_enjoy)
+
+    plot = commands.add_parser(
+        "plot",
+        help="draw learning curves from Monitor logs to a PNG",
+        description="Draw episode return vs environment steps (mean +/- std over seeds) to a PNG.",
+        epilog=PLOT_EXAMPLES,
+        formatter_class=formatter,
+    )
+    plot.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folder or folder of run folders")
+    plot.add_argument("--out", default="learning_curves.png", help="PNG file (default: learning_curves.png)")
+    plot.add_argument("--window", type=_positive_int, default=10, help="episodes per moving average (10)")
+    plot.add_argument("--title", help="figure title")
+    plot.add_argument("--dpi", type=_positive_int, default=120, help="resolution (default 120)")
+    plot.set_defaults(func=cmd_plot)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sb3-acer`` command with ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except SystemExit as exit_:  # -h and --version
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except CLIError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code

@@ -1,0 +1,449 @@
+"""The ``sb3-acer`` command, driven in-process through ``main(argv)``: short real runs of train, enjoy and
+plot, the help texts, and the one-line errors."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import types
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3.common.monitor import load_results
+from torch import nn
+
+from sb3_acer import ACER
+from sb3_acer.cli import learning_curves, main, parse_hyperparams
+
+FAST = ["--timesteps", "500", "--no-progress-bar"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def train(capsys: pytest.CaptureFixture[str], logs: pathlib.Path, *extra: str) -> tuple[int, str, str]:
+    return run(capsys, "train", "CartPole-v1", *FAST, "--log-folder", str(logs), *extra)
+
+
+def assert_one_line_error(code: int, err: str, expected_code: int, starts_with: str) -> None:
+    assert code == expected_code
+    assert err.startswith(f"error: {starts_with}"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["enjoy"], ["plot"]])
+def test_help_of_each_command_has_examples(capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    code, out, _ = run(capsys, *command, "-h")
+    assert code == 0
+    assert "examples:" in out
+    assert f"sb3-acer {command[0] if command else 'train'} " in out.split("examples:")[1]
+
+
+def test_train_help_lists_the_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "train", "-h")
+    assert "Presets: Acrobot-v1, CartPole-v1." in out
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+def test_unknown_env_id_is_one_line_and_exit_code_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, _, err = run(capsys, "train", "CartPol-v1", "--log-folder", str(tmp_path))
+    assert_one_line_error(code, err, 2, "unknown environment id 'CartPol-v1'")
+    assert "Did you mean: `CartPole`?" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("gamma", "--hyperparams expects key=value, got 'gamma'"),
+        ("=0.9", "--hyperparams expects key=value, got '=0.9'"),
+        ("gamma=0.9.9", "--hyperparams gamma: '0.9.9' is not a Python literal"),
+        ("foo=1", "unknown hyperparameter 'foo' for ACER; accepted: alpha, buffer_size"),
+        ("seed=1", "--hyperparams seed: use --seed instead"),
+        ("n_envs=2", "--hyperparams n_envs: use --n-envs instead"),
+        ("gamma=2", "invalid settings: gamma must be in [0, 1], got 2"),
+        ("lr_schedule=cosine", "invalid settings: unknown lr_schedule 'cosine'"),
+        ("normalize=1", "--hyperparams normalize must be True or False, got 1"),
+        (
+            "policy_kwargs={'activation_fn': 'relu'}",
+            "policy_kwargs: activation_fn 'relu' is not a torch.nn class",
+        ),
+    ],
+)
+def test_bad_hyperparams_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, item: str, message: str
+) -> None:
+    code, _, err = train(capsys, tmp_path, "--hyperparams", item)
+    assert_one_line_error(code, err, 2, message)
+    # No half-made run is left behind to block the corrected command.
+    assert not (tmp_path / "CartPole-v1_0").exists()
+
+
+def test_unsupported_action_space_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, out, err = run(capsys, "train", "Pendulum-v1", *FAST, "--log-folder", str(tmp_path))
+    assert "No preset for Pendulum-v1: using ACER's defaults with 4 envs." in out
+    assert_one_line_error(code, err, 2, "invalid settings: ACER supports only Discrete action spaces")
+
+
+def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "train", "CartPole-v1", "--n-envs", "0")
+    assert_one_line_error(code, err, 2, "argument --n-envs: expected a positive integer, got '0'")
+    code, _, err = run(capsys, "train", "CartPole-v1", "--eval-freq", "-5")
+    assert_one_line_error(code, err, 2, "argument --eval-freq: expected a positive integer, got '-5'")
+    code, _, err = run(capsys)
+    assert_one_line_error(code, err, 2, "the following arguments are required: COMMAND")
+
+
+def test_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "nothing.zip"))
+    assert_one_line_error(code, err, 2, "no model file")
+
+
+def test_plot_without_monitor_logs(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    code, _, err = run(capsys, "plot", str(tmp_path), "--out", str(tmp_path / "x.png"))
+    assert_one_line_error(code, err, 1, "no Monitor logs (*.monitor.csv) in")
+
+
+def test_console_entry_exits_with_the_code(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sb3_acer", "enjoy", "model.zip", "--env", "Nope-v0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "error: no model file 'model.zip'\n"
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+
+def test_parse_hyperparams_reads_literals_and_bare_words() -> None:
+    parsed = parse_hyperparams(
+        [
+            "learning_rate=1e-3",
+            "n_steps=5",
+            "trust_region=False",
+            "max_grad_norm=None",
+            "lr_schedule=constant",
+            "policy_kwargs={'net_arch': [32, {'pi': [8]}]}",
+            "device='cpu'",
+            "name=' a b '",
+        ]
+    )
+    assert parsed == {
+        "learning_rate": 1e-3,
+        "n_steps": 5,
+        "trust_region": False,
+        "max_grad_norm": None,
+        "lr_schedule": "constant",
+        "policy_kwargs": {"net_arch": [32, {"pi": [8]}]},
+        "device": "cpu",
+        "name": " a b ",
+    }
+
+
+# ---------------------------------------------------------------------------------------------- train
+
+
+def test_train_writes_monitor_logs_model_and_summary(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, out, err = run(
+        capsys,
+        "train",
+        "CartPole-v1",
+        "--timesteps",
+        "500",
+        "--log-folder",
+        str(tmp_path / "logs"),
+        "--eval-freq",
+        "250",
+        "--eval-episodes",
+        "2",
+        "--tensorboard-log",
+        str(tmp_path / "tb"),
+        "--hyperparams",
+        "ent_coef=0.01",
+    )
+    assert code == 0, err
+    run_dir = tmp_path / "logs" / "CartPole-v1_0"
+    assert sorted(path.name for path in run_dir.glob("*.monitor.csv")) == [
+        f"{rank}.monitor.csv" for rank in range(4)
+    ]
+    assert "Using the tuned preset for CartPole-v1" in out
+    assert "500 steps, 4 envs, seed 0" in out
+    assert "Trained on CartPole-v1: 500 env steps in" in out
+    # The summary's training return is the mean over the (fewer than 100) Monitor episodes.
+    episodes = load_results(str(run_dir))
+    assert 0 < len(episodes) < 100 and episodes["l"].sum() <= 500
+    assert f"mean training return (last {len(episodes)} episodes): {episodes['r'].mean():.2f}" in out
+    evaluations = np.load(run_dir / "evaluations.npz")
+    assert evaluations["timesteps"].tolist() == [248, 496]  # every 250 // 4 = 62 vector steps
+    last = evaluations["results"][-1]
+    assert f"evaluation return (2 episodes at step 496): {last.mean():.2f} +/- {last.std():.2f}" in out
+    assert f"model: {run_dir / 'model.zip'}" in out
+    assert list((tmp_path / "tb").glob("CartPole-v1_0_1/events.out.tfevents.*"))
+
+    model = ACER.load(run_dir / "model.zip")
+    assert model.num_timesteps == 500
+    assert model.ent_coef == 0.01 and model.n_steps == 5  # the flag over the preset's 0.0, the preset's 5
+    info = json.loads((run_dir / "model.json").read_text())
+    assert info["env_id"] == "CartPole-v1" and info["seed"] == 0 and info["normalize"] is False
+    assert info["hyperparameters"]["ent_coef"] == 0.01
+
+
+def test_existing_run_needs_overwrite_and_stale_ranks_are_removed(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    code, _, err = train(capsys, tmp_path, "--timesteps", "100")
+    assert_one_line_error(code, err, 2, f"{tmp_path / 'CartPole-v1_0'} already holds a run")
+    code, _, _ = train(capsys, tmp_path, "--timesteps", "100", "--n-envs", "2", "--overwrite")
+    assert code == 0
+    assert sorted(path.name for path in (tmp_path / "CartPole-v1_0").glob("*.monitor.csv")) == [
+        "0.monitor.csv",
+        "1.monitor.csv",
+    ]
+
+
+def test_policy_kwargs_may_name_the_activation(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    hyperparams = "policy_kwargs={'activation_fn': 'nn.ReLU', 'net_arch': [16]}"
+    code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", hyperparams)
+    assert code == 0, err
+    model = ACER.load(tmp_path / "CartPole-v1_0" / "model.zip")
+    assert model.policy_kwargs == {"activation_fn": nn.ReLU, "net_arch": [16]}
+    info = json.loads((tmp_path / "CartPole-v1_0" / "model.json").read_text())
+    assert info["hyperparameters"]["policy_kwargs"] == {"activation_fn": "ReLU", "net_arch": [16]}
+
+
+def test_normalize_saves_plain_statistics_that_enjoy_uses(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    save_path = tmp_path / "models" / "cartpole"
+    code, out, err = train(
+        capsys, tmp_path, "--hyperparams", "normalize=True", "--save-path", str(save_path), "--seed", "3"
+    )
+    assert code == 0, err
+    stats_path = tmp_path / "models" / "cartpole.vecnormalize.npz"
+    assert f"normalisation statistics: {stats_path}" in out
+    with np.load(stats_path, allow_pickle=False) as stats:
+        assert stats["obs_mean"].shape == (4,)
+        assert float(stats["obs_count"]) == pytest.approx(504 + 1e-4)  # reset + 125 steps, 4 envs each
+        assert bool(stats["norm_obs"]) and bool(stats["norm_reward"])
+    assert (tmp_path / "models" / "cartpole.zip").is_file()
+
+    code, out, err = run(capsys, "enjoy", str(save_path), "--episodes", "2", "--deterministic")
+    assert code == 0, err
+    assert "CartPole-v1: mean return over 2 episodes" in out
+
+    stats_path.unlink()
+    code, _, err = run(capsys, "enjoy", str(save_path), "--episodes", "1")
+    assert_one_line_error(code, err, 1, "the model was trained with VecNormalize but")
+
+
+# ---------------------------------------------------------------------------------------------- enjoy
+
+
+def test_enjoy_prints_the_returns_of_n_episodes(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path)[0] == 0
+    run_dir = tmp_path / "CartPole-v1_0"
+    code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "3", "--deterministic", "--seed", "5")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("episode ")]
+    assert len(lines) == 3
+    returns = [float(line.split("return ")[1].split(",")[0]) for line in lines]
+    lengths = [int(line.split("length ")[1]) for line in lines]
+    assert returns == [float(length) for length in lengths]  # CartPole pays 1 per step
+    assert f"mean return over 3 episodes {np.mean(returns):.2f} +/- {np.std(returns):.2f}" in out
+    # Same seed, deterministic actions: the same episodes.
+    again = run(
+        capsys, "enjoy", str(run_dir / "model.zip"), "--episodes", "3", "--deterministic", "--seed", "5"
+    )
+    assert again[1] == out
+
+
+def test_enjoy_refuses_an_env_that_does_not_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path))
+    assert_one_line_error(code, err, 2, "pass --env ENV_ID")
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "Acrobot-v1")
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+
+
+class _RenderEnv(gym.Env):
+    """Episodes of 4 steps, rendered as a small grey frame."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._t = 0
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._t += 1
+        return np.full(2, self._t / 4, dtype=np.float32), 1.0, self._t >= 4, False, {}
+
+    def render(self) -> np.ndarray:
+        return np.full((8, 8, 3), 100 + self._t, dtype=np.uint8)
+
+
+@pytest.fixture
+def render_env_id() -> Any:
+    env_id = "Sb3AcerTestRender-v0"
+    gym.register(env_id, entry_point=_RenderEnv)
+    yield env_id
+    del gym.registry[env_id]
+
+
+def test_enjoy_video_needs_moviepy(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # import moviepy raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--video-folder", "v")
+    assert code == 1
+    assert err == "error: video recording needs moviepy: pip install moviepy\n"
+
+
+def test_enjoy_records_one_video_per_episode(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    render_env_id: str,
+) -> None:
+    written: list[tuple[str, int]] = []
+
+    class ImageSequenceClip:  # stands in for moviepy's: records what would be encoded
+        def __init__(self, frames: list[np.ndarray], fps: float) -> None:
+            self.frames = frames
+
+        def write_videofile(self, path: str, logger: Any = None) -> None:
+            written.append((pathlib.Path(path).name, len(self.frames)))
+            pathlib.Path(path).write_bytes(b"video")
+
+    fake = {name: types.ModuleType(name) for name in ("moviepy", "moviepy.video", "moviepy.video.io")}
+    clip_module = types.ModuleType("moviepy.video.io.ImageSequenceClip")
+    clip_module.ImageSequenceClip = ImageSequenceClip  # type: ignore[attr-defined]
+    fake["moviepy.video.io.ImageSequenceClip"] = clip_module
+    for name, module in fake.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", render_env_id, n_steps=5).save(model_path)
+    videos = tmp_path / "videos"
+    code, out, err = run(
+        capsys,
+        "enjoy",
+        str(model_path),
+        "--env",
+        render_env_id,
+        "--episodes",
+        "2",
+        "--video-folder",
+        str(videos),
+    )
+    assert code == 0, err
+    assert out.count("return 4.00, length 4") == 2
+    # Two whole episodes of 5 frames (reset + 4 steps); not the episode begun by the final auto-reset.
+    assert written == [(f"{render_env_id}-episode-0.mp4", 5), (f"{render_env_id}-episode-1.mp4", 5)]
+
+
+# ---------------------------------------------------------------------------------------------- plot
+
+
+def write_monitor(run_dir: pathlib.Path, returns: list[float], lengths: list[int]) -> None:
+    run_dir.mkdir(parents=True)
+    rows = "".join(f"{r},{n},{i + 1}.0\n" for i, (r, n) in enumerate(zip(returns, lengths, strict=True)))
+    (run_dir / "0.monitor.csv").write_text('#{"t_start": 0.0, "env_id": "X"}\nr,l,t\n' + rows)
+
+
+def test_learning_curves_average_the_seeds_of_an_experiment(tmp_path: pathlib.Path) -> None:
+    write_monitor(tmp_path / "exp" / "CartPole-v1_0", [1, 2, 3, 4], [10, 10, 10, 10])
+    write_monitor(tmp_path / "exp" / "CartPole-v1_1", [3, 4, 5, 6], [10, 10, 10, 10])
+    write_monitor(tmp_path / "exp" / "Acrobot-v1_0", [-5, -3], [20, 30])
+    write_monitor(tmp_path / "other" / "Acrobot-v1_7", [-9, -9, -9], [5, 5, 40])
+    curves = {c.label: c for c in learning_curves([str(tmp_path / "exp"), str(tmp_path / "other")], window=1)}
+    assert sorted(curves) == ["CartPole-v1", "exp/Acrobot-v1", "other/Acrobot-v1"]
+    cartpole = curves["CartPole-v1"]
+    assert cartpole.n_runs == 2
+    assert cartpole.steps[0] == 10 and cartpole.steps[-1] == 40
+    np.testing.assert_allclose(cartpole.mean, 2 + (cartpole.steps - 10) / 10)
+    np.testing.assert_allclose(cartpole.std, 1.0)
+    assert curves["exp/Acrobot-v1"].n_runs == 1 and curves["exp/Acrobot-v1"].mean[-1] == -3
+    # A moving average over 2 episodes starts at the second episode's end.
+    smoothed = learning_curves([str(tmp_path / "exp" / "CartPole-v1_0")], window=2)[0]
+    assert smoothed.steps[0] == 20 and smoothed.mean[0] == 1.5 and smoothed.mean[-1] == 3.5
+
+
+def test_train_two_seeds_then_plot_a_png(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    from matplotlib import image
+
+    logs = tmp_path / "logs"
+    for seed in ("0", "1"):
+        assert train(capsys, logs, "--seed", seed)[0] == 0
+    out_png = tmp_path / "plots" / "curves.png"
+    code, out, err = run(capsys, "plot", str(logs), "--out", str(out_png), "--window", "5")
+    assert code == 0, err
+    assert "CartPole-v1: 2 runs, return" in out
+    assert out_png.stat().st_size > 10_000
+    pixels = image.imread(out_png)
+    assert pixels.shape[:2] == (540, 840)  # 7 x 4.5 inches at 120 dpi
+    assert len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) > 50  # a drawing, not a blank
+
+
+def test_train_an_atari_game_with_run_atari_settings(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    pytest.importorskip("ale_py")
+    code, out, err = run(
+        capsys,
+        "train",
+        "PongNoFrameskip-v4",
+        "--n-envs",
+        "1",
+        "--timesteps",
+        "20",
+        "--no-progress-bar",
+        "--log-folder",
+        str(tmp_path),
+    )
+    assert code == 0, err
+    assert "No preset for PongNoFrameskip-v4: using ACER's defaults with SB2 run_atari's settings" in out
+    model = ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip")
+    assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper, 4 frames, channel first
+    assert model.lr_schedule == "constant"
+    assert type(model.policy).__name__ == "CnnPolicy"
