@@ -9,6 +9,7 @@ import pathlib
 import platform
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
@@ -20,20 +21,39 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
-from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import (
     check_for_correct_spaces,
     configure_logger,
-    polyak_update,
     safe_mean,
 )
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.policies import ACERPolicy, CnnPolicy, MlpPolicy
-from sb3_acer.rollout import StepRecord, collect_segment
+from sb3_acer.checkpoint import (
+    check_buffer_matches,
+    generator_from_state,
+    generator_state,
+    global_rng_states,
+    load_buffer,
+    read_embedded_buffer,
+    save_buffer,
+    set_global_rng_states,
+    write_buffer_entries,
+)
+from sb3_acer.frame_buffer import ReplayBuffer, make_replay_buffer
+from sb3_acer.optim import FastRMSpropTFLike
+from sb3_acer.policies import (
+    ACERPolicy,
+    CnnLnLstmPolicy,
+    CnnLstmPolicy,
+    CnnPolicy,
+    LSTMState,
+    MlpLnLstmPolicy,
+    MlpLstmPolicy,
+    MlpPolicy,
+    RecurrentACERPolicy,
+)
+from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import (
@@ -48,6 +68,7 @@ from sb3_acer.serialization import (
     write_model_file,
 )
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
+from sb3_acer.validation import check_env_step, check_observation
 
 __all__ = ["ACER", "UnsupportedSpaceError"]
 
@@ -164,7 +185,9 @@ class ACER(BaseAlgorithm):
     (optionally) the trust region around an average policy network.
 
     Args:
-        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``).
+        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, or the recurrent ``"MlpLstmPolicy"``,
+            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, whose LSTM state is carried
+            across segments, stored with each segment and reset where an episode starts).
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
@@ -193,12 +216,19 @@ class ACER(BaseAlgorithm):
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy}
-    policy: ACERPolicy
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MlpLstmPolicy": MlpLstmPolicy,
+        "MlpLnLstmPolicy": MlpLnLstmPolicy,
+        "CnnLstmPolicy": CnnLstmPolicy,
+        "CnnLnLstmPolicy": CnnLnLstmPolicy,
+    }
+    policy: ACERPolicy | RecurrentACERPolicy
 
     def __init__(
         self,
-        policy: str | type[ACERPolicy],
+        policy: str | type[ACERPolicy] | type[RecurrentACERPolicy],
         env: GymEnv | str | None,
         gamma: float = 0.99,
         n_steps: int = 20,
@@ -230,8 +260,13 @@ class ACER(BaseAlgorithm):
             raise ValueError(
                 f"unknown policy {policy!r}; choose one of {sorted(self.policy_aliases)} or a class"
             )
-        if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, ACERPolicy)):
-            raise ValueError(f"policy must be an ACERPolicy subclass or one of {sorted(self.policy_aliases)}")
+        if not isinstance(policy, str) and not (
+            isinstance(policy, type) and issubclass(policy, ACERPolicy | RecurrentACERPolicy)
+        ):
+            raise ValueError(
+                "policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of "
+                f"{sorted(self.policy_aliases)}"
+            )
         if policy_kwargs is not None:
             policy_class = self.policy_aliases[policy] if isinstance(policy, str) else policy
             _check_policy_kwargs(policy_class, policy_kwargs)
@@ -270,9 +305,11 @@ class ACER(BaseAlgorithm):
         self.trust_region = bool(trust_region)
         self.alpha = float(alpha)
         self.delta = float(delta)
-        self.replay_buffer: SegmentReplayBuffer | None = None
+        self.replay_buffer: ReplayBuffer | None = None
         self.n_skipped_updates = 0
         self._n_replay_updates = 0
+        # Recurrent policies: the LSTM state (h, c) reached in the training envs, carried across segments.
+        self._last_lstm_state: LSTMState | None = None
         self._replay_rng = np.random.default_rng(seed)
 
         if _init_setup_model:
@@ -327,10 +364,11 @@ class ACER(BaseAlgorithm):
             self.observation_space, self.action_space, **self.policy_kwargs
         )
         self.policy = self.policy.to(self.device)
-        self.policy_avg = copy.deepcopy(self.policy)
+        # .to() again re-packs an nn.LSTM's weights after the copy (cuDNN wants them in one block).
+        self.policy_avg = copy.deepcopy(self.policy).to(self.device)
         self.policy_avg.requires_grad_(False)
         self.policy_avg.set_training_mode(False)
-        self.optimizer = RMSpropTFLike(
+        self.optimizer = FastRMSpropTFLike(
             self.policy.parameters(),
             lr=self.current_learning_rate(),
             alpha=self.rprop_alpha,
@@ -342,15 +380,16 @@ class ACER(BaseAlgorithm):
         if self.replay_ratio <= 0 or self.env is None:
             self.replay_buffer = None
             return
-        obs_space = self.observation_space
-        self.replay_buffer = SegmentReplayBuffer(
+        # Frame stacks (Atari) store each frame once; everything else stores whole observations.
+        self.replay_buffer = make_replay_buffer(
+            env=self.env,
+            observation_space=self.observation_space,
             buffer_size=self.buffer_size,
             n_steps=self.n_steps,
             n_envs=self.n_envs,
-            obs_shape=obs_space.shape or (),
-            obs_dtype=obs_space.dtype if obs_space.dtype is not None else np.dtype(np.float32),
             n_actions=int(self.action_space.n),  # type: ignore[attr-defined]
             seed=self.seed,
+            state_size=self.policy.n_lstm if isinstance(self.policy, RecurrentACERPolicy) else 0,
         )
 
     def set_random_seed(self, seed: int | None = None) -> None:
@@ -399,7 +438,9 @@ class ACER(BaseAlgorithm):
         self._num_timesteps_at_start = self.num_timesteps
         if self._last_obs is None:
             assert self.env is not None
-            self._last_obs = self.env.reset()  # type: ignore[assignment]
+            reset_obs = self.env.reset()
+            check_env_step(observations=reset_obs, num_timesteps=self.num_timesteps, what="reset")  # type: ignore[arg-type]
+            self._last_obs = reset_obs  # type: ignore[assignment]
             self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
         if not self._custom_logger:
             self._logger = configure_logger(
@@ -468,6 +509,12 @@ class ACER(BaseAlgorithm):
         assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
 
         def on_step(record: StepRecord) -> bool:
+            check_env_step(
+                observations=record.new_obs,
+                rewards=record.rewards,
+                infos=record.infos,
+                num_timesteps=self.num_timesteps,
+            )
             self.num_timesteps += self.env.num_envs  # type: ignore[union-attr]
             callback.update_locals(
                 dict(
@@ -481,17 +528,38 @@ class ACER(BaseAlgorithm):
             self._update_info_buffer(record.infos, record.dones)
             return bool(callback.on_step())
 
-        result = collect_segment(
+        start_timesteps = self.num_timesteps
+        try:
+            result = self._collect_segment(on_step)
+        except Exception:
+            # E.g. bad data from the env or a failed worker: nothing of this segment is kept, and the next
+            # learn() resets the env.
+            self.num_timesteps = start_timesteps
+            self._last_obs = None
+            raise
+        self._last_obs = result.last_obs
+        self._last_episode_starts = result.last_episode_starts
+        self._last_lstm_state = result.last_lstm_state
+        return result.segment
+
+    def _collect_segment(self, on_step: Callable[[StepRecord], bool]) -> RolloutResult:
+        assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
+        return collect_segment(
             env=self.env,
             policy=self.policy,
             n_steps=self.n_steps,
             last_obs=self._last_obs,  # type: ignore[arg-type]
             last_episode_starts=self._last_episode_starts,
             on_step=on_step,
+            last_lstm_state=self._carried_lstm_state(),
         )
-        self._last_obs = result.last_obs
-        self._last_episode_starts = result.last_episode_starts
-        return result.segment
+
+    def _carried_lstm_state(self) -> LSTMState | None:
+        """The LSTM state to continue the rollout from, ``None`` (zeros) if it does not fit the env."""
+        state = self._last_lstm_state
+        if state is None or self.env is None or state[0].shape[1] != self.env.num_envs:
+            return None
+        return state
 
     def train(self, segment: Segment) -> None:
         """One on-policy update on ``segment``, then ``Poisson(replay_ratio)`` replayed updates."""
@@ -511,12 +579,13 @@ class ACER(BaseAlgorithm):
         self.logger.record("train/n_skipped_updates", self.n_skipped_updates)
 
     def _gradient_step(self, segment: Segment, on_policy: bool) -> UpdateStats | None:
-        self.policy.set_training_mode(True)
+        if not self.policy.training:
+            self.policy.set_training_mode(True)
         self.optimizer.zero_grad(set_to_none=True)
         loss, stats = compute_gradients(
             policy=self.policy, avg_policy=self.policy_avg, segment=segment, config=self._update_config()
         )
-        parameters = [p for p in self.policy.parameters() if p.grad is not None]
+        parameters, avg_parameters = self._parameter_lists()
         max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
         norm_grads = float(th.nn.utils.clip_grad_norm_(parameters, max_norm))
         if not (th.isfinite(loss) and np.isfinite(norm_grads)):
@@ -525,7 +594,9 @@ class ACER(BaseAlgorithm):
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.optimizer.step()
-        polyak_update(self.policy.parameters(), self.policy_avg.parameters(), 1.0 - self.alpha)
+        # theta_avg <- alpha * theta_avg + (1 - alpha) * theta, in place (SB3's polyak_update, batched).
+        with th.no_grad():
+            th._foreach_lerp_(avg_parameters, parameters, 1.0 - self.alpha)  # type: ignore[arg-type]
         self._n_updates += 1
         if not on_policy:
             self._n_replay_updates += 1
@@ -540,6 +611,18 @@ class ACER(BaseAlgorithm):
         if on_policy:
             self.logger.record_mean("train/on_policy_rho_mean", stats.rho_mean)
         return stats
+
+    def _parameter_lists(self) -> tuple[list[th.nn.Parameter], list[th.nn.Parameter]]:
+        """The policy's and the average network's parameters, in matching order (cached per module pair)."""
+        key = (id(self.policy), id(self.policy_avg))
+        cache = getattr(self, "_parameter_cache", None)
+        if cache is None or cache[0] != key:
+            params, avg_params = list(self.policy.parameters()), list(self.policy_avg.parameters())
+            if [p.shape for p in params] != [p.shape for p in avg_params]:
+                raise RuntimeError("policy and average policy network have different parameters")
+            cache = (key, params, avg_params)
+            self._parameter_cache = cache
+        return cache[1], cache[2]
 
     def _update_config(self) -> UpdateConfig:
         return UpdateConfig(
@@ -586,20 +669,7 @@ class ACER(BaseAlgorithm):
         return self.policy.predict(observation, state, episode_start, deterministic)
 
     def _check_observation(self, observation: Any) -> None:
-        if isinstance(observation, dict | tuple):
-            raise ValueError(
-                f"observation must be an array for {self.observation_space}, got {type(observation)}"
-            )
-        array = np.asarray(observation)
-        if is_image_space(self.observation_space):
-            # The model sees images channel-first (VecTransposeImage); accept them as the env returns them.
-            array = maybe_transpose(array, self.observation_space)
-        shape = self.observation_space.shape or ()
-        if array.shape != shape and array.shape[1:] != shape:
-            raise ValueError(
-                f"observation shape {array.shape} matches neither the observation space {shape} "
-                f"nor a batch of it (n, *{shape})"
-            )
+        check_observation(observation, self.observation_space)
 
     def action_probability(
         self,
@@ -613,8 +683,10 @@ class ACER(BaseAlgorithm):
 
         Args:
             observation: one observation or a batch of ``n``.
-            state: recurrent state (unused by feed-forward policies).
-            mask: episode starts (unused by feed-forward policies).
+            state: recurrent policies: the state ``(h, c)`` returned by ``predict`` (``None``: zeros);
+                unused by feed-forward policies.
+            mask: recurrent policies: ``[n]`` episode-start flags (the state of those observations is
+                reset); unused by feed-forward policies.
             actions: if given, the action(s) whose probability to return, one per observation.
             logp: return log-probabilities instead of probabilities.
 
@@ -622,11 +694,16 @@ class ACER(BaseAlgorithm):
             ``[n, A]`` probabilities (``[A]`` for a single observation); with ``actions``, ``[n, 1]``
             (``[1]`` for a single observation).
         """
-        del state, mask
         self._check_observation(observation)
-        obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
-        with th.no_grad():
-            probs = self.policy.action_probs(obs_tensor).cpu().numpy()
+        if isinstance(self.policy, RecurrentACERPolicy):
+            self.policy.set_training_mode(False)
+            inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
+            with th.no_grad():
+                probs = self.policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
+        else:
+            obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
+            with th.no_grad():
+                probs = self.policy.action_probs(obs_tensor).cpu().numpy()
         if actions is None:
             result = np.log(probs) if logp else probs
             return result if vectorized else result[0]
@@ -663,6 +740,7 @@ class ACER(BaseAlgorithm):
         if force_reset or n_envs_changed:
             self._last_obs = None
             self._last_episode_starts = None
+            self._last_lstm_state = None
         self.n_envs = env.num_envs
         self.env = env
         if hasattr(self, "policy") and (
@@ -782,6 +860,7 @@ class ACER(BaseAlgorithm):
             "n_updates": int(self._n_updates),
             "n_replay_updates": int(self._n_replay_updates),
             "n_skipped_updates": int(self.n_skipped_updates),
+            "rng_states": {**global_rng_states(), "replay": generator_state(self._replay_rng)},
         }
 
     def save(
@@ -791,11 +870,74 @@ class ACER(BaseAlgorithm):
         include: Iterable[str] | None = None,
     ) -> None:
         """Save the model as data (JSON + tensors): hyperparameters, spaces, the policy, the average policy
-        network, the optimizer state and the step counters. ``.zip`` is appended to a path without suffix;
-        a path is written atomically.
+        network, the optimizer state, the step counters, the schedule position and the random generators'
+        states. ``.zip`` is appended to a path without suffix; a path is written atomically.
+
+        Args:
+            path: where to save (path or file-like).
+            exclude: ignored (accepted for SB3 compatibility).
+            include: ``["replay_buffer"]`` also stores the replay memory, which makes the file a complete
+                checkpoint (see :meth:`save_replay_buffer`); other names are ignored.
         """
-        del exclude, include
-        write_model_file(path, self._save_data(), self.get_parameters())
+        del exclude
+        extra = None
+        if include is not None and "replay_buffer" in include and self.replay_buffer is not None:
+            buffer = self.replay_buffer
+
+            def extra(archive: zipfile.ZipFile) -> None:
+                write_buffer_entries(archive, buffer)
+
+        write_model_file(path, self._save_data(), self.get_parameters(), extra=extra)
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Save the replay memory as data (SB3's name): its arrays, write position and the per-env sampling
+        generators. ``.pkl`` is appended to a path without suffix as SB3 does, but the file is a zip of JSON
+        and ``.npy`` arrays, never a pickle; a path is written atomically.
+
+        Raises:
+            ValueError: if the model has no replay memory (``replay_ratio=0``, or no environment yet).
+        """
+        if self.replay_buffer is None:
+            raise ValueError("this model has no replay buffer to save (replay_ratio=0 or no environment)")
+        save_buffer(self.replay_buffer, path)
+
+    def load_replay_buffer(
+        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True
+    ) -> None:
+        """Load a replay memory saved by :meth:`save_replay_buffer` (or a checkpoint saved with
+        ``save(path, include=["replay_buffer"])``), without unpickling anything. The buffer must fit this
+        model: same ``n_steps``, number of envs, observation shape and dtype, actions and capacity;
+        otherwise ``ValueError`` is raised and the model's own memory is kept.
+
+        Args:
+            path: replay buffer file (path or file-like).
+            truncate_last_traj: accepted for SB3 compatibility; ACER stores whole segments, so there is
+                no partial trajectory to truncate.
+        """
+        del truncate_last_traj
+        if self.replay_ratio <= 0:
+            raise ValueError("this model does not replay (replay_ratio=0): it has no use for a replay buffer")
+        self._install_replay_buffer(load_buffer(path))
+
+    def _install_replay_buffer(self, buffer: Any) -> None:
+        """Install ``buffer`` as the replay memory if it fits this model; raise ``ValueError`` otherwise."""
+        check_buffer_matches(
+            buffer,
+            n_steps=self.n_steps,
+            n_envs=self.n_envs,
+            obs_shape=tuple(self.observation_space.shape or ()),
+            obs_dtype=np.dtype(self.observation_space.dtype or np.float32),
+            n_actions=int(self.action_space.n),  # type: ignore[attr-defined]
+            capacity=self.buffer_size // self.n_steps,
+        )
+        if self.replay_buffer is not None and getattr(buffer, "state_size", 0) != getattr(
+            self.replay_buffer, "state_size", 0
+        ):
+            raise ValueError(
+                f"the replay buffer holds LSTM states of size {getattr(buffer, 'state_size', 0)}, this "
+                f"model's policy needs {getattr(self.replay_buffer, 'state_size', 0)}"
+            )
+        self.replay_buffer = buffer
 
     @classmethod
     def load(
@@ -821,12 +963,30 @@ class ACER(BaseAlgorithm):
                 first ``learn`` after loading always resets it.
             kwargs: hyperparameters to change (``policy_kwargs`` must equal the saved ones); SB2's
                 ``policy=...`` is accepted too.
+
+        The random generators (Python's, NumPy's and torch's global ones, and the replay sampling) are
+        restored to their saved states, so that training continues the same random streams. A file saved
+        with ``include=["replay_buffer"]`` restores the replay memory too; it must fit the model (same
+        number of envs, ``n_steps`` and ``buffer_size``); ``custom_objects={"replay_buffer": None}`` starts
+        with an empty memory instead.
         """
         del force_reset
         data, tensors = read_model_file(path, device="cpu")
         if print_system_info:
             print("Saved with:", data.get("versions"))
         custom_objects = dict(custom_objects or {})
+        # custom_objects={"replay_buffer": None}: leave out the replay memory the file may hold.
+        keep_buffer = custom_objects.pop("replay_buffer", True) is not None
+        replay_buffer = read_embedded_buffer(path) if keep_buffer else None
+        rng_states = data.get("rng_states")
+        replay_rng = None
+        if rng_states is not None:
+            try:
+                replay_rng = generator_from_state(rng_states.get("replay"))
+            except (AttributeError, ValueError) as error:
+                raise ModelFileError(
+                    f"{path}: the saved random generator states are corrupt: {error}"
+                ) from error
         try:
             hyperparameters = decode_json_value(data["hyperparameters"])
             saved_policy_kwargs = decode_json_value(data["policy_kwargs"])
@@ -899,6 +1059,20 @@ class ACER(BaseAlgorithm):
         model._n_updates = int(data.get("n_updates", 0))
         model._n_replay_updates = int(data.get("n_replay_updates", 0))
         model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+        if replay_buffer is not None and model.replay_ratio > 0:
+            try:
+                model._install_replay_buffer(replay_buffer)
+            except ValueError as error:
+                raise ValueError(
+                    f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an empty "
+                    "replay memory"
+                ) from error
+        if rng_states is not None:
+            try:
+                set_global_rng_states(rng_states)
+            except ValueError as error:
+                raise ModelFileError(f"{path}: {error}") from error
+            model._replay_rng = replay_rng  # type: ignore[assignment]
         return model
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "PolicyLoss",
     "TruncatedWeights",
     "TrustRegionStep",
+    "acer_policy_gradient",
     "acer_policy_loss",
     "categorical_entropy",
     "categorical_kl",
@@ -255,6 +256,68 @@ def acer_policy_loss(
     correction = (weights.correction * pi_probs * (q_values - values.unsqueeze(-1))).detach()
     loss_bc = -(log_pi * correction).sum(-1).mean()
     return PolicyLoss(loss_f=loss_f, loss_bc=loss_bc)
+
+
+def acer_policy_gradient(
+    *,
+    pi_probs: th.Tensor,
+    actions: th.Tensor,
+    rho: th.Tensor,
+    q_ret: th.Tensor,
+    q_values: th.Tensor,
+    values: th.Tensor,
+    c: float,
+    ent_coef: float = 0.0,
+    eps: float = EPS,
+) -> th.Tensor:
+    """Per-sample gradient ``g`` of the ACER objective w.r.t. the probabilities ``pi(.|x_t)`` (eq. 10).
+
+    The objective is minus ``loss_f + loss_bc - ent_coef * entropy`` of :func:`acer_policy_loss` and
+    :func:`categorical_entropy`, per sample (not averaged), so that, in closed form::
+
+        g_t(a) = 1{a = a_t} min(c, rho_t) (Q_ret_t - V_t) / (pi_t(a_t) + eps)
+                 + [1 - c / rho_t(a)]_+ pi_t(a) (Q_t(a) - V_t) / (pi_t(a) + eps)
+                 - ent_coef (log(pi_t(a) + eps) + pi_t(a) / (pi_t(a) + eps))
+
+    This equals ``autograd(-(loss_f + loss_bc - ent_coef * entropy) * T * B, pi_probs)`` without a second
+    backward pass; the trust region projects it per sample.
+
+    Args:
+        pi_probs: ``[T, B, A]`` current policy probabilities.
+        actions: ``[T, B]`` taken actions.
+        rho: ``[T, B, A]`` importance weights.
+        q_ret: ``[T, B]`` Retrace targets.
+        q_values: ``[T, B, A]`` ``Q(x_t, .)``.
+        values: ``[T, B]`` ``V(x_t)``.
+        c: truncation threshold.
+        ent_coef: weight of the entropy bonus.
+        eps: the guard used inside the logarithms of the losses.
+
+    Returns:
+        ``[T, B, A]`` gradient, without autograd history.
+    """
+    _check_time_major("pi_probs", pi_probs, 3)
+    if q_values.shape != pi_probs.shape or rho.shape != pi_probs.shape:
+        raise ValueError("q_values and rho must have the shape of pi_probs [T, B, A]")
+    if (
+        values.shape != pi_probs.shape[:2]
+        or q_ret.shape != pi_probs.shape[:2]
+        or actions.shape != values.shape
+    ):
+        raise ValueError(f"values, q_ret and actions must be [T, B] = {tuple(pi_probs.shape[:2])}")
+    with th.no_grad():
+        probs = pi_probs.detach()
+        index = actions.long().unsqueeze(-1)
+        rho_i = rho.gather(-1, index).squeeze(-1)
+        pi_i = probs.gather(-1, index).squeeze(-1)
+        truncated = truncated_weights(rho=rho_i, c=c, eps=eps).truncated
+        correction = truncated_weights(rho=rho, c=c, eps=eps).correction
+        taken = (truncated * (q_ret - values) / (pi_i + eps)).unsqueeze(-1)
+        g = th.zeros_like(probs).scatter_(-1, index, taken)
+        g += correction * probs * (q_values - values.unsqueeze(-1)) / (probs + eps)
+        if ent_coef:
+            g -= ent_coef * (th.log(probs + eps) + probs / (probs + eps))
+    return g
 
 
 def categorical_entropy(probs: th.Tensor, eps: float = EPS) -> th.Tensor:

@@ -78,8 +78,8 @@ def test_policy_by_class_and_by_name() -> None:
 
 
 def test_unknown_policy_name_raises() -> None:
-    with pytest.raises(ValueError, match="unknown policy 'MlpLstmPolicy'"):
-        ACER("MlpLstmPolicy", "CartPole-v1")
+    with pytest.raises(ValueError, match="unknown policy 'LstmPolicy'"):
+        ACER("LstmPolicy", "CartPole-v1")
 
 
 def test_policy_class_of_another_algorithm_raises() -> None:

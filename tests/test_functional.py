@@ -709,3 +709,36 @@ def test_explained_variance_is_nan_for_constant_targets(y_true):
 def test_explained_variance_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match=r"y_pred shape \(3, 1\) != y_true shape \(3,\)"):
         F.explained_variance(y_pred=th.zeros(3, 1), y_true=th.arange(3.0))
+
+
+@pytest.mark.parametrize("ent_coef", [0.0, 0.01, 0.5])
+@pytest.mark.parametrize("c", [0.5, 10.0])
+def test_closed_form_policy_gradient_matches_autograd(ent_coef: float, c: float) -> None:
+    gen = th.Generator().manual_seed(7)
+    n_steps, n_envs, n_actions = 4, 3, 5
+    logits = th.randn(n_steps, n_envs, n_actions, generator=gen, dtype=th.float64)
+    pi_probs = th.softmax(logits, -1).requires_grad_(True)
+    mu_probs = th.softmax(th.randn(n_steps, n_envs, n_actions, generator=gen, dtype=th.float64), -1)
+    actions = th.randint(n_actions, (n_steps, n_envs), generator=gen)
+    q_values = th.randn(n_steps, n_envs, n_actions, generator=gen, dtype=th.float64)
+    values = (pi_probs.detach() * q_values).sum(-1)
+    q_ret = th.randn(n_steps, n_envs, generator=gen, dtype=th.float64)
+    rho = pi_probs.detach() / (mu_probs + F.EPS)
+    losses = F.acer_policy_loss(
+        pi_probs=pi_probs, actions=actions, rho=rho, q_ret=q_ret, q_values=q_values, values=values, c=c
+    )
+    entropy = F.categorical_entropy(pi_probs).mean()
+    objective = -(losses.loss_f + losses.loss_bc - ent_coef * entropy) * n_steps * n_envs
+    (expected,) = th.autograd.grad(objective, pi_probs)
+    g = F.acer_policy_gradient(
+        pi_probs=pi_probs,
+        actions=actions,
+        rho=rho,
+        q_ret=q_ret,
+        q_values=q_values,
+        values=values,
+        c=c,
+        ent_coef=ent_coef,
+    )
+    assert not g.requires_grad
+    th.testing.assert_close(g, expected, rtol=1e-12, atol=1e-12)
