@@ -583,7 +583,11 @@ class ACER(BaseAlgorithm):
             self.policy.set_training_mode(True)
         self.optimizer.zero_grad(set_to_none=True)
         loss, stats = compute_gradients(
-            policy=self.policy, avg_policy=self.policy_avg, segment=segment, config=self._update_config()
+            policy=self.policy,
+            avg_policy=self.policy_avg,
+            segment=segment,
+            config=self._update_config(),
+            with_stats=on_policy,
         )
         parameters, avg_parameters = self._parameter_lists()
         max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")

@@ -100,6 +100,7 @@ def compute_gradients(
     avg_policy: ACERPolicy | RecurrentACERPolicy,
     segment: Segment,
     config: UpdateConfig,
+    with_stats: bool = True,
 ) -> tuple[th.Tensor, UpdateStats]:
     """Accumulate the ACER gradient of ``segment`` into ``policy``'s ``.grad`` (call ``zero_grad`` first).
 
@@ -107,6 +108,10 @@ def compute_gradients(
     probabilities ``pi(.|x_t)`` of every sample is projected onto the trust region around the average
     policy (paper eq. 12) and back-propagated; the ``q_coef``-weighted critic gradient is added unprojected.
     A recurrent policy (and its average network) is unrolled from ``segment.initial_state``.
+
+    With ``with_stats=False`` and the trust region on, the loss values that only serve logging are not
+    computed (the gradient is the same): the returned loss is then the critic loss, and the statistics other
+    than the importance weights are ``nan`` (the logger skips them). ACER does this for replayed updates.
 
     Returns:
         The total loss (a scalar tensor, for finiteness checks) and the statistics.
@@ -162,6 +167,42 @@ def compute_gradients(
         truncation_values=truncation_values,
         gamma=config.gamma,
     )
+    loss_q = 0.5 * (q_ret - q_i).pow(2).mean()
+    if config.trust_region and not with_stats:
+        g = F.acer_policy_gradient(
+            pi_probs=pi_probs,
+            actions=actions,
+            rho=weights.rho,
+            q_ret=q_ret,
+            q_values=q_values.detach(),
+            values=values[:-1].detach(),
+            c=config.correction_term,
+            ent_coef=config.ent_coef,
+            eps=config.eps,
+        )
+        k = F.kl_gradient(avg_probs=avg_probs, pi_probs=pi_probs.detach(), eps=config.eps)
+        z = F.trust_region_projection(g=g, k=k, delta=config.delta, eps=config.eps).z
+        th.autograd.backward([pi_probs, config.q_coef * loss_q], [-z / n_samples, th.ones_like(loss_q)])
+        nan = float("nan")
+        with th.no_grad():
+            rho_mean = float(weights.rho_i.mean())
+            rho_truncated_frac = float((weights.rho_i > config.correction_term).float().mean())
+        return loss_q.detach(), UpdateStats(
+            loss=nan,
+            loss_q=float(loss_q.detach()),
+            loss_policy=nan,
+            loss_f=nan,
+            loss_bc=nan,
+            entropy=nan,
+            explained_variance=nan,
+            rho_mean=rho_mean,
+            rho_truncated_frac=rho_truncated_frac,
+            kl_avg=nan,
+            avg_norm_k=nan,
+            avg_norm_g=nan,
+            avg_norm_k_dot_g=nan,
+            avg_norm_adj=nan,
+        )
     policy_loss = F.acer_policy_loss(
         pi_probs=pi_probs,
         actions=actions,
@@ -174,7 +215,6 @@ def compute_gradients(
     )
     loss_policy = policy_loss.loss_f + policy_loss.loss_bc
     entropy = F.categorical_entropy(pi_probs, eps=config.eps).mean()
-    loss_q = 0.5 * (q_ret - q_i).pow(2).mean()
     loss = loss_policy + config.q_coef * loss_q - config.ent_coef * entropy
 
     diagnostics = dict(avg_norm_k=0.0, avg_norm_g=0.0, avg_norm_k_dot_g=0.0, avg_norm_adj=0.0)
