@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch as th
 
 __all__ = [
@@ -196,16 +197,78 @@ def retrace_targets(
                 raise ValueError(
                     f"{name} shape {tuple(tensor.shape)} != rewards shape {tuple(rewards.shape)}"
                 )
+    if rewards.device.type == "cpu":
+        # The recursion is T small sequential steps: NumPy's per-operation cost is far below torch's there.
+        return th.from_numpy(
+            _retrace_numpy(
+                rewards=rewards.detach().numpy(),
+                q_i=q_i.detach().numpy(),
+                values=values.detach().numpy(),
+                rho_bar=rho_bar.detach().numpy(),
+                terminated=terminated.detach().numpy(),
+                gamma=gamma,
+                truncated=None if truncated is None else truncated.detach().numpy(),
+                truncation_values=None if truncation_values is None else truncation_values.detach().numpy(),
+            )
+        ).to(rewards.dtype)
+    return _retrace_torch(
+        rewards=rewards,
+        q_i=q_i,
+        values=values,
+        rho_bar=rho_bar,
+        terminated=terminated,
+        gamma=gamma,
+        truncated=truncated,
+        truncation_values=truncation_values,
+    )
+
+
+def _retrace_torch(
+    *,
+    rewards: th.Tensor,
+    q_i: th.Tensor,
+    values: th.Tensor,
+    rho_bar: th.Tensor,
+    terminated: th.Tensor,
+    gamma: float,
+    truncated: th.Tensor | None,
+    truncation_values: th.Tensor | None,
+) -> th.Tensor:
+    """The recursion of :func:`retrace_targets` in torch, on the inputs' device (used off the CPU)."""
     with th.no_grad():
         not_terminated = 1.0 - terminated.to(rewards.dtype)
         q_ret = th.empty_like(rewards)
         carry = values[-1]
-        for t in reversed(range(n_steps)):
+        for t in reversed(range(rewards.shape[0])):
             next_value = carry
             if truncated is not None and truncation_values is not None:
                 next_value = th.where(truncated[t].bool(), truncation_values[t], carry)
             q_ret[t] = rewards[t] + gamma * not_terminated[t] * next_value
             carry = rho_bar[t] * (q_ret[t] - q_i[t]) + values[t]
+    return q_ret
+
+
+def _retrace_numpy(
+    *,
+    rewards: np.ndarray,
+    q_i: np.ndarray,
+    values: np.ndarray,
+    rho_bar: np.ndarray,
+    terminated: np.ndarray,
+    gamma: float,
+    truncated: np.ndarray | None,
+    truncation_values: np.ndarray | None,
+) -> np.ndarray:
+    """The recursion of :func:`retrace_targets` in NumPy, in float64 (same equations)."""
+    not_terminated = 1.0 - terminated.astype(np.float64)
+    q_ret = np.empty(rewards.shape, dtype=np.float64)
+    carry = values[-1].astype(np.float64)
+    for t in reversed(range(rewards.shape[0])):
+        next_value = carry
+        if truncated is not None and truncation_values is not None:
+            next_value = np.where(truncated[t].astype(bool), truncation_values[t], carry)
+        q_ret[t] = rewards[t] + gamma * not_terminated[t] * next_value
+        carry = rho_bar[t] * (q_ret[t] - q_i[t]) + values[t]
     return q_ret
 
 

@@ -182,9 +182,14 @@ class ACERPolicy(BasePolicy):
         latent_pi, latent_q = self.mlp_extractor(features)
         return PolicyOutput(logits=self.action_net(latent_pi), q_values=self.q_net(latent_q))
 
+    def policy_logits(self, obs: PyTorchObs) -> th.Tensor:
+        """``[N, A]`` policy logits only (the Q tower is not evaluated)."""
+        features = self.shared_net(self.extract_features(obs, self.features_extractor))
+        return self.action_net(self.mlp_extractor.forward_actor(features))
+
     def action_probs(self, obs: PyTorchObs) -> th.Tensor:
         """``[N, A]`` action probabilities ``pi(.|x)``."""
-        return th.softmax(self.forward(obs).logits, dim=-1)
+        return th.softmax(self.policy_logits(obs), dim=-1)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         logits = self.forward(observation).logits

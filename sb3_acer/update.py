@@ -138,8 +138,10 @@ def compute_gradients(
         obs_tensor = obs_as_tensor(obs, device)
         output = policy(obs_tensor)
         logits_all, q_values_all = output.logits, output.q_values
+        if not isinstance(avg_policy, ACERPolicy):
+            raise TypeError("the average network of a feed-forward policy must be feed-forward too")
         with th.no_grad():
-            avg_logits = avg_policy(obs_tensor[:n_samples]).logits  # type: ignore[index]
+            avg_logits = avg_policy.policy_logits(obs_tensor[:n_samples])  # type: ignore[index]
     probs_all = th.softmax(logits_all, dim=-1)
     values_all = (probs_all * q_values_all).sum(-1)
     with th.no_grad():
