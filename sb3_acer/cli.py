@@ -617,10 +617,19 @@ def _enjoy(args: argparse.Namespace) -> int:
 
     returns: list[float] = []
     obs = env.reset()
+    # Recurrent policies carry their LSTM state from step to step and reset it at episode starts.
+    state: tuple[np.ndarray, ...] | None = None
+    episode_start = np.ones((env.num_envs,), dtype=bool)
     try:
         while len(returns) < args.episodes:
-            action, _ = model.predict(obs, deterministic=args.deterministic)  # type: ignore[arg-type]
-            obs, _, _, infos = env.step(action)
+            action, state = model.predict(
+                obs,  # type: ignore[arg-type]
+                state=state,
+                episode_start=episode_start,
+                deterministic=args.deterministic,
+            )
+            obs, _, dones, infos = env.step(action)
+            episode_start = dones
             episode = infos[0].get("episode")
             if episode is not None:
                 returns.append(float(episode["r"]))

@@ -447,3 +447,25 @@ def test_train_an_atari_game_with_run_atari_settings(
     assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper, 4 frames, channel first
     assert model.lr_schedule == "constant"
     assert type(model.policy).__name__ == "CnnPolicy"
+
+
+def test_enjoy_carries_the_lstm_state_of_a_recurrent_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpLstmPolicy", "CartPole-v1", n_steps=5, policy_kwargs=dict(n_lstm=8)).save(model_path)
+    seen: list[tuple[bool, np.ndarray]] = []
+    original = ACER.predict
+
+    def spy(self: ACER, observation: Any, state: Any = None, episode_start: Any = None, **kwargs: Any) -> Any:
+        seen.append((state is not None, np.asarray(episode_start).copy()))
+        return original(self, observation, state=state, episode_start=episode_start, **kwargs)
+
+    monkeypatch.setattr(ACER, "predict", spy)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--episodes", "1")
+    assert code == 0, err
+    assert len(seen) > 2
+    assert not seen[0][0] and seen[0][1].all()  # first step: no state yet, episode start
+    # Every later step gets the state returned by the previous one.
+    assert all(has_state for has_state, _ in seen[1:])
+    assert not seen[1][1].any()
