@@ -144,8 +144,16 @@ def summarise(results: list[RunResult]) -> str:
     for env_id, algo in keys:
         runs = [r for r in results if r.env_id == env_id and r.algo == algo]
         solved = [r for r in runs if r.steps_to_threshold is not None]
-        steps = statistics.median([r.steps_to_threshold for r in solved]) if solved else None  # type: ignore[type-var]
-        secs = statistics.median([r.seconds_to_threshold for r in solved]) if solved else None  # type: ignore[type-var]
+        # An unsolved seed counts as infinitely slow, so the median is over every seed, not the solved ones.
+        inf = float("inf")
+        steps: float | None = statistics.median(
+            [inf if r.steps_to_threshold is None else r.steps_to_threshold for r in runs]
+        )
+        secs: float | None = statistics.median(
+            [inf if r.seconds_to_threshold is None else r.seconds_to_threshold for r in runs]
+        )
+        steps = None if steps == inf else steps
+        secs = None if secs == inf else secs
         evals = [r.final_eval_mean for r in runs]
         spread = statistics.pstdev(evals) if len(evals) > 1 else 0.0
         lines.append(
