@@ -206,7 +206,7 @@ def test_train_writes_monitor_logs_model_and_summary(
 
     model = ACER.load(run_dir / "model.zip")
     assert model.num_timesteps == 520
-    assert model.ent_coef == 0.01 and model.n_steps == 5  # the flag over the preset's 0.0, the preset's 5
+    assert model.ent_coef == 0.01 and model.n_steps == 10  # the flag over the preset's 0.0; the preset's 10
     info = json.loads((run_dir / "model.json").read_text())
     assert info["env_id"] == "CartPole-v1" and info["seed"] == 0 and info["normalize"] is False
     assert info["hyperparameters"]["ent_coef"] == 0.01
