@@ -170,55 +170,7 @@ def compute_gradients(
         gamma=config.gamma,
     )
     loss_q = 0.5 * (q_ret - q_i).pow(2).mean()
-    if config.trust_region and not with_stats:
-        g = F.acer_policy_gradient(
-            pi_probs=pi_probs,
-            actions=actions,
-            rho=weights.rho,
-            q_ret=q_ret,
-            q_values=q_values.detach(),
-            values=values[:-1].detach(),
-            c=config.correction_term,
-            ent_coef=config.ent_coef,
-            eps=config.eps,
-        )
-        k = F.kl_gradient(avg_probs=avg_probs, pi_probs=pi_probs.detach(), eps=config.eps)
-        z = F.trust_region_projection(g=g, k=k, delta=config.delta, eps=config.eps).z
-        th.autograd.backward([pi_probs, config.q_coef * loss_q], [-z / n_samples, th.ones_like(loss_q)])
-        nan = float("nan")
-        with th.no_grad():
-            rho_mean = float(weights.rho_i.mean())
-            rho_truncated_frac = float((weights.rho_i > config.correction_term).float().mean())
-        return loss_q.detach(), UpdateStats(
-            loss=nan,
-            loss_q=float(loss_q.detach()),
-            loss_policy=nan,
-            loss_f=nan,
-            loss_bc=nan,
-            entropy=nan,
-            explained_variance=nan,
-            rho_mean=rho_mean,
-            rho_truncated_frac=rho_truncated_frac,
-            kl_avg=nan,
-            avg_norm_k=nan,
-            avg_norm_g=nan,
-            avg_norm_k_dot_g=nan,
-            avg_norm_adj=nan,
-        )
-    policy_loss = F.acer_policy_loss(
-        pi_probs=pi_probs,
-        actions=actions,
-        rho=weights.rho,
-        q_ret=q_ret,
-        q_values=q_values.detach(),
-        values=values[:-1].detach(),
-        c=config.correction_term,
-        eps=config.eps,
-    )
-    loss_policy = policy_loss.loss_f + policy_loss.loss_bc
-    entropy = F.categorical_entropy(pi_probs, eps=config.eps).mean()
-    loss = loss_policy + config.q_coef * loss_q - config.ent_coef * entropy
-
+    nan = float("nan")
     diagnostics = dict(avg_norm_k=0.0, avg_norm_g=0.0, avg_norm_k_dot_g=0.0, avg_norm_adj=0.0)
     if config.trust_region:
         # Per-sample gradient of the objective (to maximise) w.r.t. the probabilities: undo the batch mean.
@@ -240,26 +192,66 @@ def compute_gradients(
             [pi_probs, config.q_coef * loss_q],
             [-step.z / n_samples, th.ones_like(loss_q)],
         )
-        diagnostics = dict(
-            avg_norm_k=float(k.norm(dim=-1).mean()),
-            avg_norm_g=float(g.norm(dim=-1).mean()),
-            avg_norm_k_dot_g=float(step.k_dot_g.abs().mean()),
-            avg_norm_adj=float(step.adj.abs().mean()),
+        if with_stats:
+            diagnostics = dict(
+                avg_norm_k=float(k.norm(dim=-1).mean()),
+                avg_norm_g=float(g.norm(dim=-1).mean()),
+                avg_norm_k_dot_g=float(step.k_dot_g.abs().mean()),
+                avg_norm_adj=float(step.adj.abs().mean()),
+            )
+
+    with th.no_grad():
+        rho_mean = float(weights.rho_i.mean())
+        rho_truncated_frac = float((weights.rho_i > config.correction_term).float().mean())
+    if config.trust_region and not with_stats:
+        # The gradient is complete: skip the values that serve only logging.
+        return loss_q.detach(), UpdateStats(
+            loss=nan,
+            loss_q=float(loss_q.detach()),
+            loss_policy=nan,
+            loss_f=nan,
+            loss_bc=nan,
+            entropy=nan,
+            explained_variance=nan,
+            rho_mean=rho_mean,
+            rho_truncated_frac=rho_truncated_frac,
+            kl_avg=nan,
+            avg_norm_k=nan,
+            avg_norm_g=nan,
+            avg_norm_k_dot_g=nan,
+            avg_norm_adj=nan,
         )
-    else:
+
+    # With the trust region the loss only serves logging and the finiteness check; without it, its
+    # gradient is the update.
+    with th.set_grad_enabled(not config.trust_region):
+        policy_loss = F.acer_policy_loss(
+            pi_probs=pi_probs,
+            actions=actions,
+            rho=weights.rho,
+            q_ret=q_ret,
+            q_values=q_values.detach(),
+            values=values[:-1].detach(),
+            c=config.correction_term,
+            eps=config.eps,
+        )
+        loss_policy = policy_loss.loss_f + policy_loss.loss_bc
+        entropy = F.categorical_entropy(pi_probs, eps=config.eps).mean()
+        loss = loss_policy + config.q_coef * loss_q - config.ent_coef * entropy
+    if not config.trust_region:
         loss.backward()
 
     with th.no_grad():
         stats = UpdateStats(
             loss=float(loss),
-            loss_q=float(loss_q),
+            loss_q=float(loss_q.detach()),
             loss_policy=float(loss_policy),
             loss_f=float(policy_loss.loss_f),
             loss_bc=float(policy_loss.loss_bc),
             entropy=float(entropy),
             explained_variance=F.explained_variance(y_pred=q_i.detach(), y_true=q_ret),
-            rho_mean=float(weights.rho_i.mean()),
-            rho_truncated_frac=float((weights.rho_i > config.correction_term).float().mean()),
+            rho_mean=rho_mean,
+            rho_truncated_frac=rho_truncated_frac,
             kl_avg=float(
                 F.categorical_kl(p_probs=avg_probs, q_probs=pi_probs.detach(), eps=config.eps).mean()
             ),
