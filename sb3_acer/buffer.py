@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
 from sb3_acer.segment import Segment
 
-__all__ = ["SegmentReplayBuffer", "available_memory_bytes"]
+__all__ = ["SegmentReplayBuffer", "SlotReplay", "available_memory_bytes"]
 
 
 def available_memory_bytes() -> int | None:
@@ -36,7 +37,132 @@ def available_memory_bytes() -> int | None:
         return None
 
 
-class SegmentReplayBuffer:
+class SlotReplay:
+    """What both replay memories share: per-environment seeded slot sampling, segment checks and the
+    assembly of a time-major batch from env ``e``'s part of slot ``slots[e]``.
+
+    Subclasses set ``n_steps``, ``n_envs``, ``n_actions``, ``obs_shape``, ``state_size``, ``num_in_buffer``,
+    ``final`` and the per-step arrays ``actions``, ``rewards``, ``mu_probs``, ``terminated``, ``truncated``,
+    ``episode_starts`` (``[slots, T(+1), E]``) and ``initial_h``, ``initial_c``; they store observations
+    their own way and pass them to :meth:`_assemble`.
+    """
+
+    n_steps: int
+    n_envs: int
+    n_actions: int
+    obs_shape: tuple[int, ...]
+    state_size: int
+    num_in_buffer: int
+    rngs: list[np.random.Generator]
+    final: list[tuple[np.ndarray, np.ndarray]]
+    actions: np.ndarray
+    rewards: np.ndarray
+    mu_probs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    episode_starts: np.ndarray
+    initial_h: np.ndarray
+    initial_c: np.ndarray
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the per-environment sampling generators."""
+        children = np.random.SeedSequence(seed).spawn(self.n_envs)
+        self.rngs = [np.random.default_rng(child) for child in children]
+
+    def __len__(self) -> int:
+        """Number of segments stored."""
+        return self.num_in_buffer
+
+    def has_at_least(self, steps_per_env: int) -> bool:
+        """Whether at least ``steps_per_env // T`` segments are stored (SB2's ``has_atleast``)."""
+        return self.num_in_buffer > 0 and self.num_in_buffer >= steps_per_env // self.n_steps
+
+    def _check_segment(self, segment: Segment) -> None:
+        """Raise ``ValueError`` unless ``segment`` has this buffer's shapes (and recurrent state)."""
+        if segment.n_steps != self.n_steps or segment.n_envs != self.n_envs:
+            raise ValueError(
+                f"segment is [T={segment.n_steps}, E={segment.n_envs}] but the buffer holds "
+                f"[T={self.n_steps}, E={self.n_envs}]"
+            )
+        if segment.observations.shape[2:] != self.obs_shape:
+            raise ValueError(
+                f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
+            )
+        if segment.mu_probs.shape[2:] != (self.n_actions,):
+            # A trailing size of 1 would otherwise be broadcast silently over the actions.
+            raise ValueError(
+                f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
+            )
+        if self.state_size:
+            if segment.initial_state is None:
+                raise ValueError("this buffer holds recurrent segments: the segment needs its initial_state")
+            if segment.initial_state[0].shape != (self.n_envs, self.state_size):
+                raise ValueError(
+                    f"initial_state must be (h, c), each [E={self.n_envs}, {self.state_size}], got "
+                    f"{segment.initial_state[0].shape}"
+                )
+        elif segment.initial_state is not None:
+            raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
+
+    def sample_slots(self) -> np.ndarray:
+        """One uniformly drawn slot per environment, each from that environment's own generator."""
+        if self.num_in_buffer == 0:
+            raise RuntimeError("cannot sample from an empty replay buffer")
+        return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
+
+    def get(self, slots: np.ndarray) -> Segment:
+        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``."""
+        raise NotImplementedError
+
+    def sample(self) -> Segment:
+        """A replay batch: for each environment, its segment from an independently drawn slot."""
+        return self.get(self.sample_slots())
+
+    @staticmethod
+    def _take(array: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        # array[slots, :, envs] puts the env axis first: [E, T(+1), ...] -> time-major.
+        return np.ascontiguousarray(np.swapaxes(array[slots, :, np.arange(len(slots))], 0, 1))
+
+    def _assemble(self, slots: np.ndarray, observations: Callable[[np.ndarray], np.ndarray]) -> Segment:
+        """The batch of ``slots`` (checked first), with ``observations(slots)`` as its observations.
+
+        The truncation rows (``final_index``, ``final_observations``) of env ``e`` come from slot ``slots[e]``
+        and are returned in ``(t, e)`` order, the order in which the rollout records them.
+
+        Raises:
+            ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
+        """
+        slots = np.asarray(slots)
+        if slots.shape != (self.n_envs,):
+            raise ValueError(f"slots must have shape ({self.n_envs},), got {slots.shape}")
+        if slots.size and (slots.min() < 0 or slots.max() >= self.num_in_buffer):
+            raise ValueError(f"slots must lie in [0, {self.num_in_buffer}), got {slots.tolist()}")
+        envs = np.arange(self.n_envs)
+        final_index, final_obs = [], []
+        for env, slot in enumerate(slots):
+            index, obs = self.final[slot]
+            mine = index[:, 1] == env
+            final_index.append(index[mine])
+            final_obs.append(obs[mine])
+        final_index_all = np.concatenate(final_index, axis=0)
+        order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
+        return Segment(
+            observations=observations(slots),
+            actions=self._take(self.actions, slots).astype(np.int64, copy=False),
+            rewards=self._take(self.rewards, slots),
+            mu_probs=self._take(self.mu_probs, slots),
+            terminated=self._take(self.terminated, slots),
+            truncated=self._take(self.truncated, slots),
+            episode_starts=self._take(self.episode_starts, slots),
+            final_index=final_index_all[order],
+            final_observations=np.concatenate(final_obs, axis=0)[order],
+            initial_state=(
+                (self.initial_h[slots, envs], self.initial_c[slots, envs]) if self.state_size else None
+            ),
+        )
+
+
+class SegmentReplayBuffer(SlotReplay):
     """Ring buffer of segments.
 
     Args:
@@ -143,45 +269,9 @@ class SegmentReplayBuffer:
         )
         return int(sum(array.nbytes for array in arrays))
 
-    def seed(self, seed: int | None) -> None:
-        """Re-seed the per-environment sampling generators."""
-        children = np.random.SeedSequence(seed).spawn(self.n_envs)
-        self.rngs = [np.random.default_rng(child) for child in children]
-
-    def __len__(self) -> int:
-        """Number of segments stored."""
-        return self.num_in_buffer
-
-    def has_at_least(self, steps_per_env: int) -> bool:
-        """Whether at least ``steps_per_env // T`` segments are stored (SB2's ``has_atleast``)."""
-        return self.num_in_buffer > 0 and self.num_in_buffer >= steps_per_env // self.n_steps
-
     def put(self, segment: Segment) -> None:
         """Store a segment, overwriting the oldest when full."""
-        if segment.n_steps != self.n_steps or segment.n_envs != self.n_envs:
-            raise ValueError(
-                f"segment is [T={segment.n_steps}, E={segment.n_envs}] but the buffer holds "
-                f"[T={self.n_steps}, E={self.n_envs}]"
-            )
-        if segment.observations.shape[2:] != self.obs_shape:
-            raise ValueError(
-                f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
-            )
-        if segment.mu_probs.shape[2:] != (self.n_actions,):
-            # A trailing size of 1 would otherwise be broadcast silently over the actions.
-            raise ValueError(
-                f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
-            )
-        if self.state_size:
-            if segment.initial_state is None:
-                raise ValueError("this buffer holds recurrent segments: the segment needs its initial_state")
-            if segment.initial_state[0].shape != (self.n_envs, self.state_size):
-                raise ValueError(
-                    f"initial_state must be (h, c), each [E={self.n_envs}, {self.state_size}], got "
-                    f"{segment.initial_state[0].shape}"
-                )
-        elif segment.initial_state is not None:
-            raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
+        self._check_segment(segment)
         idx = self.next_idx
         self.observations[idx] = segment.observations
         self.actions[idx] = segment.actions
@@ -199,12 +289,6 @@ class SegmentReplayBuffer:
         self.next_idx = (self.next_idx + 1) % self.capacity
         self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
 
-    def sample_slots(self) -> np.ndarray:
-        """One uniformly drawn slot per environment, each from that environment's own generator."""
-        if self.num_in_buffer == 0:
-            raise RuntimeError("cannot sample from an empty replay buffer")
-        return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
-
     def get(self, slots: np.ndarray) -> Segment:
         """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``.
 
@@ -214,40 +298,4 @@ class SegmentReplayBuffer:
         Raises:
             ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
         """
-        slots = np.asarray(slots)
-        if slots.shape != (self.n_envs,):
-            raise ValueError(f"slots must have shape ({self.n_envs},), got {slots.shape}")
-        if slots.size and (slots.min() < 0 or slots.max() >= self.num_in_buffer):
-            raise ValueError(f"slots must lie in [0, {self.num_in_buffer}), got {slots.tolist()}")
-        envs = np.arange(self.n_envs)
-
-        def take(array: np.ndarray) -> np.ndarray:
-            # array[slots, :, envs] puts the env axis first: [E, T(+1), ...] -> time-major.
-            return np.ascontiguousarray(np.swapaxes(array[slots, :, envs], 0, 1))
-
-        final_index, final_obs = [], []
-        for env, slot in enumerate(slots):
-            index, obs = self.final[slot]
-            mine = index[:, 1] == env
-            final_index.append(index[mine])
-            final_obs.append(obs[mine])
-        final_index_all = np.concatenate(final_index, axis=0)
-        order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
-        return Segment(
-            observations=take(self.observations),
-            actions=take(self.actions),
-            rewards=take(self.rewards),
-            mu_probs=take(self.mu_probs),
-            terminated=take(self.terminated),
-            truncated=take(self.truncated),
-            episode_starts=take(self.episode_starts),
-            final_index=final_index_all[order],
-            final_observations=np.concatenate(final_obs, axis=0)[order],
-            initial_state=(
-                (self.initial_h[slots, envs], self.initial_c[slots, envs]) if self.state_size else None
-            ),
-        )
-
-    def sample(self) -> Segment:
-        """A replay batch: for each environment, its segment from an independently drawn slot."""
-        return self.get(self.sample_slots())
+        return self._assemble(slots, lambda chosen: self._take(self.observations, chosen))

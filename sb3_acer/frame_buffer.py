@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env.vec_check_nan import VecCheckNan
 from stable_baselines3.common.vec_env.vec_monitor import VecMonitor
 
 from sb3_acer.atari import AtariVecEnv
-from sb3_acer.buffer import SegmentReplayBuffer, available_memory_bytes
+from sb3_acer.buffer import SegmentReplayBuffer, SlotReplay, available_memory_bytes
 from sb3_acer.segment import Segment
 
 __all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "frame_stack_size", "make_replay_buffer"]
@@ -32,7 +32,7 @@ __all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "frame_stack_size", "make_r
 _TRANSPARENT_WRAPPERS = (VecTransposeImage, VecMonitor, VecCheckNan)
 
 
-class FrameStackReplayBuffer:
+class FrameStackReplayBuffer(SlotReplay):
     """Ring buffer of segments of channel-first frame stacks, each frame stored once.
 
     Observations are ``[n_stack * c, H, W]``: ``n_stack`` frames of ``c`` channels, oldest first, where the
@@ -164,19 +164,6 @@ class FrameStackReplayBuffer:
         """``nbytes`` divided by the number of transitions the buffer holds when full."""
         return self.nbytes / (self.capacity * self.n_steps * self.n_envs)
 
-    def seed(self, seed: int | None) -> None:
-        """Re-seed the per-environment sampling generators (as ``SegmentReplayBuffer.seed``)."""
-        children = np.random.SeedSequence(seed).spawn(self.n_envs)
-        self.rngs = [np.random.default_rng(child) for child in children]
-
-    def __len__(self) -> int:
-        """Number of segments stored."""
-        return self.num_in_buffer
-
-    def has_at_least(self, steps_per_env: int) -> bool:
-        """Whether at least ``steps_per_env // T`` segments are stored (SB2's ``has_atleast``)."""
-        return self.num_in_buffer > 0 and self.num_in_buffer >= steps_per_env // self.n_steps
-
     # ------------------------------------------------------------------ writing
 
     def _frames_of(self, observations: np.ndarray) -> np.ndarray:
@@ -207,32 +194,10 @@ class FrameStackReplayBuffer:
             ValueError: if the segment's shape differs from the buffer's or its observations are not frame
                 stacks (each the previous one shifted by one frame, zero before an episode start).
         """
-        if segment.n_steps != self.n_steps or segment.n_envs != self.n_envs:
-            raise ValueError(
-                f"segment is [T={segment.n_steps}, E={segment.n_envs}] but the buffer holds "
-                f"[T={self.n_steps}, E={self.n_envs}]"
-            )
-        if segment.observations.shape[2:] != self.obs_shape:
-            raise ValueError(
-                f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
-            )
-        if segment.mu_probs.shape[2:] != (self.n_actions,):
-            raise ValueError(
-                f"mu_probs must be [T, E, A={self.n_actions}], got {tuple(segment.mu_probs.shape)}"
-            )
+        self._check_segment(segment)
         observations = np.asarray(segment.observations)
         if observations.dtype != self.obs_dtype:
             raise ValueError(f"observations are {observations.dtype}, the buffer stores {self.obs_dtype}")
-        if self.state_size:
-            if segment.initial_state is None:
-                raise ValueError("this buffer holds recurrent segments: the segment needs its initial_state")
-            if segment.initial_state[0].shape != (self.n_envs, self.state_size):
-                raise ValueError(
-                    f"initial_state must be (h, c), each [E={self.n_envs}, {self.state_size}], got "
-                    f"{segment.initial_state[0].shape}"
-                )
-        elif segment.initial_state is not None:
-            raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
         self._check_frame_stacks(segment)
 
         idx = self.next_idx
@@ -317,54 +282,14 @@ class FrameStackReplayBuffer:
         out[frame_time[:, :, None] < last_start[:, None, :]] = 0
         return np.ascontiguousarray(np.swapaxes(out, 1, 2)).reshape(n_steps + 1, self.n_envs, *self.obs_shape)
 
-    def sample_slots(self) -> np.ndarray:
-        """One uniformly drawn slot per environment, each from that environment's own generator."""
-        if self.num_in_buffer == 0:
-            raise RuntimeError("cannot sample from an empty replay buffer")
-        return np.array([int(rng.integers(self.num_in_buffer)) for rng in self.rngs], dtype=np.int64)
-
     def get(self, slots: np.ndarray) -> Segment:
-        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``.
+        """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``, rebuilding
+        the frame stacks.
 
         Raises:
             ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
         """
-        slots = np.asarray(slots)
-        if slots.shape != (self.n_envs,):
-            raise ValueError(f"slots must have shape ({self.n_envs},), got {slots.shape}")
-        if slots.size and (slots.min() < 0 or slots.max() >= self.num_in_buffer):
-            raise ValueError(f"slots must lie in [0, {self.num_in_buffer}), got {slots.tolist()}")
-        envs = np.arange(self.n_envs)
-
-        def take(array: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(np.swapaxes(array[slots, :, envs], 0, 1))
-
-        final_index, final_obs = [], []
-        for env, slot in enumerate(slots):
-            index, obs = self.final[slot]
-            mine = index[:, 1] == env
-            final_index.append(index[mine])
-            final_obs.append(obs[mine])
-        final_index_all = np.concatenate(final_index, axis=0)
-        order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
-        return Segment(
-            observations=self._rebuild(slots),
-            actions=take(self.actions).astype(np.int64),
-            rewards=take(self.rewards),
-            mu_probs=take(self.mu_probs),
-            terminated=take(self.terminated),
-            truncated=take(self.truncated),
-            episode_starts=take(self.episode_starts),
-            final_index=final_index_all[order],
-            final_observations=np.concatenate(final_obs, axis=0)[order],
-            initial_state=(
-                (self.initial_h[slots, envs], self.initial_c[slots, envs]) if self.state_size else None
-            ),
-        )
-
-    def sample(self) -> Segment:
-        """A replay batch: for each environment, its segment from an independently drawn slot."""
-        return self.get(self.sample_slots())
+        return self._assemble(slots, self._rebuild)
 
 
 #: Either replay memory; both have ``put``, ``sample``, ``get``, ``has_at_least``, ``len`` and ``nbytes``.
