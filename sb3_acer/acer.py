@@ -41,7 +41,7 @@ from sb3_acer.checkpoint import (
     write_buffer_entries,
 )
 from sb3_acer.frame_buffer import ReplayBuffer, make_replay_buffer
-from sb3_acer.optim import FastRMSpropTFLike
+from sb3_acer.optim import FastRMSpropTFLike, clip_grad_norm
 from sb3_acer.policies import (
     ACERPolicy,
     CnnLnLstmPolicy,
@@ -581,7 +581,7 @@ class ACER(BaseAlgorithm):
     def _gradient_step(self, segment: Segment, on_policy: bool) -> UpdateStats | None:
         if not self.policy.training:
             self.policy.set_training_mode(True)
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_gradients()
         loss, stats = compute_gradients(
             policy=self.policy,
             avg_policy=self.policy_avg,
@@ -591,13 +591,13 @@ class ACER(BaseAlgorithm):
         )
         parameters, avg_parameters = self._parameter_lists()
         max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
-        norm_grads = float(th.nn.utils.clip_grad_norm_(parameters, max_norm))
+        norm_grads = float(clip_grad_norm(parameters, max_norm))
         if not (th.isfinite(loss) and np.isfinite(norm_grads)):
             # Never write non-finite values into the weights: skip this update and count it.
             self.n_skipped_updates += 1
-            self.optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_gradients()
             return None
-        self.optimizer.step()
+        self.optimizer.apply_gradients()
         # theta_avg <- alpha * theta_avg + (1 - alpha) * theta, in place (SB3's polyak_update, batched).
         with th.no_grad():
             th._foreach_lerp_(avg_parameters, parameters, 1.0 - self.alpha)  # type: ignore[arg-type]

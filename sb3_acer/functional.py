@@ -259,16 +259,36 @@ def _retrace_numpy(
     truncated: np.ndarray | None,
     truncation_values: np.ndarray | None,
 ) -> np.ndarray:
-    """The recursion of :func:`retrace_targets` in NumPy, in float64 (same equations)."""
-    not_terminated = 1.0 - terminated.astype(np.float64)
+    """The recursion of :func:`retrace_targets` in NumPy, in float64.
+
+    Substituting ``carry`` makes each target affine in the next one, ``Q_ret_t = a_t + b_t * Q_ret_{t+1}``,
+    with everything but the recursion computed at once::
+
+        a_t = r_t + gamma (1 - terminated_t) * (V(x_{t+1}) - rho_bar_{t+1} Q(x_{t+1}, a_{t+1}))
+        b_t = gamma (1 - terminated_t) * rho_bar_{t+1}
+        (t = T - 1: a = r + gamma (1 - terminated) V(x_T), b = 0; truncated at t: a_t uses V(final x_{t+1}),
+        b_t = 0)
+
+    so the sequential part is one multiply-add per step.
+    """
+    n_steps = rewards.shape[0]
+    discount = gamma * (1.0 - terminated.astype(np.float64))
+    next_value = np.empty(rewards.shape, dtype=np.float64)
+    link = np.zeros(rewards.shape, dtype=np.float64)
+    next_value[:-1] = values[1:-1] - rho_bar[1:] * q_i[1:]
+    next_value[-1] = values[-1]
+    link[:-1] = discount[:-1] * rho_bar[1:]
+    if truncated is not None and truncation_values is not None and truncated.any():
+        cut = truncated.astype(bool)
+        next_value[cut] = truncation_values[cut]
+        link[cut] = 0.0
+    offset = rewards + discount * next_value
     q_ret = np.empty(rewards.shape, dtype=np.float64)
-    carry = values[-1].astype(np.float64)
-    for t in reversed(range(rewards.shape[0])):
-        next_value = carry
-        if truncated is not None and truncation_values is not None:
-            next_value = np.where(truncated[t].astype(bool), truncation_values[t], carry)
-        q_ret[t] = rewards[t] + gamma * not_terminated[t] * next_value
-        carry = rho_bar[t] * (q_ret[t] - q_i[t]) + values[t]
+    following = offset[-1]
+    q_ret[-1] = following
+    for t in range(n_steps - 2, -1, -1):
+        following = offset[t] + link[t] * following
+        q_ret[t] = following
     return q_ret
 
 

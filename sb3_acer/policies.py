@@ -99,7 +99,27 @@ def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int]]:
     return shared_layers, pi_layers, qf_layers
 
 
-class ACERPolicy(BasePolicy):
+class _CachedDevicePolicy(BasePolicy):
+    """``BasePolicy`` whose ``device`` is remembered instead of found by walking ``parameters()`` on every
+    call (ACER asks for it several times per update, thousands of times a second on small networks).
+
+    Moving the module (``to``, ``cuda``, ``cpu``, ... all go through ``_apply``) forgets the cached device.
+    """
+
+    _cached_device: th.device | None = None
+
+    @property
+    def device(self) -> th.device:
+        if self._cached_device is None:
+            self._cached_device = super().device
+        return self._cached_device
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:
+        self._cached_device = None
+        return super()._apply(fn, recurse)
+
+
+class ACERPolicy(_CachedDevicePolicy):
     """Feed-forward ACER policy: ``pi(.|x) = softmax(logits(x))`` and ``Q(x, .)``.
 
     Args:
@@ -322,7 +342,7 @@ class LayerNormLSTM(nn.Module):
         return th.stack(outputs), (h.unsqueeze(0), c.unsqueeze(0))
 
 
-class RecurrentACERPolicy(BasePolicy):
+class RecurrentACERPolicy(_CachedDevicePolicy):
     """Recurrent ACER policy: features -> layers -> LSTM -> layers -> ``pi`` and ``Q`` heads.
 
     The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every

@@ -365,6 +365,7 @@ def test_logged_on_policy_rho_is_one(tmp_path: pathlib.Path) -> None:
         n_steps=10,
         replay_start=20,
         buffer_size=100,
+        learning_rate=5e-3,  # the policy must move between a segment's collection and its replay
         seed=0,
         policy_kwargs=TINY_LSTM,
     )
