@@ -24,8 +24,8 @@ def test_cartpole_preset_solves_cartpole(seed: int) -> None:
     model = ACER(preset.policy, env, seed=seed, **preset.hyperparameters)
     tracker = ThresholdTracker(475.0, window=20)
     model.learn(preset.n_timesteps, callback=tracker)
-    # The mean of the last 20 training episodes reached 475 within the preset's 25k steps ...
-    assert tracker.steps_to_threshold is not None and tracker.steps_to_threshold <= preset.n_timesteps
+    # The mean of the last 20 training episodes reached 475 within 30k of the preset's 40k steps ...
+    assert tracker.steps_to_threshold is not None and tracker.steps_to_threshold <= 30_000
     # ... and the final greedy policy balances the pole for the whole episode.
     eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=seed + 1000)
     mean_return, _ = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
