@@ -1,0 +1,69 @@
+"""Every preset builds a working model, and every preset has its measured result in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from sb3_acer import ACER
+from sb3_acer.presets import available_presets, load_preset
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+@pytest.mark.parametrize("env_id", available_presets())
+def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
+    preset = load_preset(env_id)
+    assert preset.n_timesteps > 0 and preset.n_envs > 0
+    env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0)
+    if preset.normalize:
+        env = VecNormalize(env, gamma=float(preset.hyperparameters.get("gamma", 0.99)))
+    model = ACER(preset.policy, env, seed=0, **preset.hyperparameters)
+    model.learn(2 * model.n_steps)
+    assert model.num_timesteps == 2 * model.n_steps
+
+
+@pytest.mark.parametrize("env_id", available_presets())
+def test_preset_result_is_in_the_benchmarks_table(env_id: str) -> None:
+    text = DOCS.read_text()
+    section = text[text.index("## Presets") :]
+    section = section[: section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
+    rows = [line for line in section.splitlines() if line.startswith(f"| {env_id} |")]
+    assert rows, f"the presets table of docs/benchmarks.md has no row for {env_id}"
+    assert all("not yet" not in row for row in rows), f"{env_id}'s preset is not measured: {rows}"
+
+
+def test_presets_benchmark_script_runs_and_records(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    import json
+
+    from benchmarks import presets as bench
+
+    out = tmp_path / "result.json"
+    bench.main(
+        ["--envs", "CartPole-v1", "--seeds", "0", "1", "--eval-episodes", "2", "--set", "n_timesteps=160"]
+        + ["--out", str(out)]
+    )
+    data = json.loads(out.read_text())
+    assert data["meta"]["command"].startswith("python benchmarks/presets.py --envs CartPole-v1")
+    runs = data["results"]
+    assert [r["seed"] for r in runs] == [0, 1]
+    assert all(r["overrides"] == {"n_timesteps": 160} and r["n_timesteps"] == 160 for r in runs)
+    assert all(8.0 <= r["eval_stochastic_mean"] <= 500.0 for r in runs)  # CartPole returns: 8 to 500
+    assert "| CartPole-v1 | 2 | 160 |" in capsys.readouterr().out
+
+
+def test_presets_benchmark_overrides_parse_values() -> None:
+    from benchmarks.presets import parse_overrides
+
+    assert parse_overrides(["learning_rate=2e-3", "normalize=True", "lr_schedule=constant"]) == {
+        "learning_rate": 2e-3,
+        "normalize": True,
+        "lr_schedule": "constant",
+    }
+    with pytest.raises(SystemExit, match="key=value"):
+        parse_overrides(["learning_rate"])
