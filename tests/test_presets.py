@@ -44,10 +44,8 @@ def test_presets_benchmark_script_runs_and_records(
     from benchmarks import presets as bench
 
     out = tmp_path / "result.json"
-    bench.main(
-        ["--envs", "CartPole-v1", "--seeds", "0", "1", "--eval-episodes", "2", "--set", "n_timesteps=160"]
-        + ["--out", str(out)]
-    )
+    options = ["--seeds", "0", "1", "--eval-episodes", "2", "--set", "n_timesteps=160", "--out", str(out)]
+    bench.main(["--envs", "CartPole-v1", *options])
     data = json.loads(out.read_text())
     assert data["meta"]["command"].startswith("python benchmarks/presets.py --envs CartPole-v1")
     runs = data["results"]
