@@ -52,7 +52,7 @@ def test_help_of_each_command_has_examples(capsys: pytest.CaptureFixture[str], c
 
 def test_train_help_lists_the_presets(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "train", "-h")
-    assert "Presets: Acrobot-v1, CartPole-v1, MountainCar-v0." in out
+    assert "Presets: Acrobot-v1, CartPole-v1, LunarLander-v3, MountainCar-v0." in out
 
 
 # ---------------------------------------------------------------------------------------------- errors
