@@ -1,12 +1,38 @@
-"""Shared pieces of the benchmark scripts: threshold tracking over training episodes."""
+"""Shared pieces of the benchmark scripts: threshold tracking over training episodes, and the JSON record
+of a run (its results with the command, date and machine that produced them)."""
 
 from __future__ import annotations
 
+import json
+import platform
 import time
 from collections import deque
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+
+
+def write_results(
+    path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
+) -> None:
+    """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
+    (``python benchmarks/<script> <args>``), the date, ``machine``, the Python and torch versions and
+    ``extra`` meta entries."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "command": f"python benchmarks/{script} " + " ".join(args),
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine,
+        "python": platform.python_version(),
+        "torch": th.__version__,
+        **extra,
+    }
+    path.write_text(json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=1))
 
 
 class ThresholdTracker(BaseCallback):

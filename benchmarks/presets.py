@@ -45,7 +45,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ThresholdTracker
+from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
 from sb3_acer.presets import load_preset
 
@@ -204,15 +204,13 @@ def main(argv: list[str] | None = None) -> None:
     table = summarise(results)
     print(table)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "command": "python benchmarks/presets.py " + " ".join(argv or sys.argv[1:]),
-            "date": time.strftime("%Y-%m-%d"),
-            "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} cores, torch threads 1",
-            "python": platform.python_version(),
-            "torch": th.__version__,
-        }
-        args.out.write_text(json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=1))
+        write_results(
+            args.out,
+            script="presets.py",
+            args=argv or sys.argv[1:],
+            machine=f"{platform.machine()}, {multiprocessing.cpu_count()} cores, torch threads 1",
+            results=results,
+        )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ThresholdTracker
+from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
 from sb3_acer.segment import Segment
 
@@ -229,17 +229,15 @@ def main(argv: list[str] | None = None) -> None:
     table = summarise(results)
     print(table)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "command": "python benchmarks/recurrent_cartpole.py " + " ".join(argv or sys.argv[1:]),
-            "date": time.strftime("%Y-%m-%d"),
-            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}",
-            "python": platform.python_version(),
-            "torch": th.__version__,
-            "hyperparameters": {**HYPERPARAMETERS, "n_envs": N_ENVS, **overrides},
-            "recurrent_policy_kwargs": RECURRENT_POLICY_KWARGS,
-        }
-        args.out.write_text(json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=1))
+        write_results(
+            args.out,
+            script="recurrent_cartpole.py",
+            args=argv or sys.argv[1:],
+            machine=f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}",
+            results=results,
+            hyperparameters={**HYPERPARAMETERS, "n_envs": N_ENVS, **overrides},
+            recurrent_policy_kwargs=RECURRENT_POLICY_KWARGS,
+        )
 
 
 if __name__ == "__main__":
