@@ -93,6 +93,7 @@ HYPERPARAMETERS = (
     "trust_region",
     "alpha",
     "delta",
+    "handle_timeout_termination",
     "verbose",
     "tensorboard_log",
     "seed",
@@ -132,6 +133,9 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
     for name in ("correction_term", "delta", "alpha"):
         if not is_number(params[name]):
             fail(name, "must be a number")
+    for name in ("trust_region", "handle_timeout_termination"):
+        if not isinstance(params[name], bool | np.bool_):
+            fail(name, "must be True or False")
     if params["n_steps"] <= 0:
         fail("n_steps", "must be positive")
     if not 0.0 <= params["gamma"] <= 1.0:
@@ -208,6 +212,10 @@ class ACER(BaseAlgorithm):
         trust_region: project the policy gradient onto the KL trust region around the average policy.
         alpha: decay of the average policy network, ``theta_avg <- alpha theta_avg + (1 - alpha) theta``.
         delta: trust-region bound on the linearised KL divergence.
+        handle_timeout_termination: bootstrap the return from the value of the last observation where an
+            episode ends on a time limit (``info["TimeLimit.truncated"]``), as SB3's replay buffers do.
+            ``False`` cuts the return there as at a termination (SB2's behaviour), which makes running out
+            of time as bad as ending the episode with the rewards collected so far.
         verbose: 0 silent, 1 training information, 2 debug.
         tensorboard_log: TensorBoard log folder (``None``: no TensorBoard).
         _init_setup_model: build the networks now (``False`` is used by ``load``).
@@ -247,6 +255,7 @@ class ACER(BaseAlgorithm):
         trust_region: bool = True,
         alpha: float = 0.99,
         delta: float = 1,
+        handle_timeout_termination: bool = True,
         verbose: int = 0,
         tensorboard_log: str | None = None,
         _init_setup_model: bool = True,
@@ -305,6 +314,7 @@ class ACER(BaseAlgorithm):
         self.trust_region = bool(trust_region)
         self.alpha = float(alpha)
         self.delta = float(delta)
+        self.handle_timeout_termination = bool(handle_timeout_termination)
         self.replay_buffer: ReplayBuffer | None = None
         self.n_skipped_updates = 0
         self._n_replay_updates = 0
@@ -552,6 +562,7 @@ class ACER(BaseAlgorithm):
             last_episode_starts=self._last_episode_starts,
             on_step=on_step,
             last_lstm_state=self._carried_lstm_state(),
+            handle_timeout_termination=self.handle_timeout_termination,
         )
 
     def _carried_lstm_state(self) -> LSTMState | None:

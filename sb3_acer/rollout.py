@@ -3,7 +3,8 @@
 SB3's ``VecEnv`` resets a finished sub-environment inside the same ``step`` call and puts the last
 observation of the episode in ``info["terminal_observation"]``; a time-limit truncation is flagged by
 ``info["TimeLimit.truncated"]``. The segment records both, so that the update cuts the return on a
-termination and bootstraps on a truncation.
+termination and bootstraps on a truncation (or, with ``handle_timeout_termination=False``, records a
+time-limit end as a termination, as SB2 did).
 
 A recurrent policy carries its LSTM state from step to step and from one segment to the next (the state is
 reset where an episode starts, inside the policy); the segment records the state it started with.
@@ -72,6 +73,7 @@ def collect_segment(
     last_episode_starts: np.ndarray,
     on_step: Callable[[StepRecord], bool],
     last_lstm_state: LSTMState | None = None,
+    handle_timeout_termination: bool = True,
 ) -> RolloutResult:
     """Run ``policy`` for ``n_steps`` steps in every env of ``env`` and record the segment.
 
@@ -84,6 +86,8 @@ def collect_segment(
         on_step: called after every vector step; returning ``False`` stops the rollout.
         last_lstm_state: recurrent policies: the state ``(h, c)`` (each ``[1, E, n_lstm]``) after the
             previous step, ``None`` for zeros.
+        handle_timeout_termination: record a time-limit end as a truncation (the update bootstraps from
+            the final observation); ``False`` records it as a termination (the return is cut there).
 
     Returns:
         The segment (or ``None`` if stopped) and where to continue from.
@@ -128,7 +132,8 @@ def collect_segment(
         rewards[t] = step_rewards
         for env_idx in np.flatnonzero(dones):
             info = infos[env_idx]
-            if info.get("TimeLimit.truncated", False) and "terminal_observation" in info:
+            timed_out = info.get("TimeLimit.truncated", False) and "terminal_observation" in info
+            if handle_timeout_termination and timed_out:
                 truncated[t, env_idx] = True
                 final_index.append((t, int(env_idx)))
                 final_obs.append(np.asarray(info["terminal_observation"], dtype=last_obs.dtype))

@@ -146,6 +146,8 @@ def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> Non
         (dict(learning_rate=0.0), "learning_rate must be a positive number"),
         (dict(max_grad_norm=0.0), "max_grad_norm must be a positive number"),
         (dict(num_procs=0), "num_procs must be a positive integer"),
+        (dict(trust_region="False"), "trust_region must be True or False, got 'False'"),
+        (dict(handle_timeout_termination=0), "handle_timeout_termination must be True or False, got 0"),
     ],
 )
 def test_invalid_hyperparameters_raise_value_error_naming_them(kwargs: dict, message: str) -> None:
@@ -279,11 +281,15 @@ def test_repeated_learn_does_not_reset_the_env() -> None:
 # ---------------------------------------------------------------------------------------------- truncation
 
 
-def _truncation_segment() -> tuple[Segment, ACER]:
+def _truncation_venv() -> DummyVecEnv:
     # env 0 is cut by TimeLimit after 3 steps; env 1 terminates by itself after 3 steps.
-    venv = DummyVecEnv(
+    return DummyVecEnv(
         [lambda: TimeLimit(CounterEnv(terminate_at=100), max_episode_steps=3), lambda: CounterEnv(3)]
     )
+
+
+def _truncation_segment(handle_timeout_termination: bool = True) -> tuple[Segment, ACER]:
+    venv = _truncation_venv()
     model = ACER("MlpPolicy", venv, replay_ratio=0, seed=0)
     result = collect_segment(
         env=venv,
@@ -292,6 +298,7 @@ def _truncation_segment() -> tuple[Segment, ACER]:
         last_obs=venv.reset(),
         last_episode_starts=np.ones(2, dtype=bool),
         on_step=lambda record: True,
+        handle_timeout_termination=handle_timeout_termination,
     )
     assert result.segment is not None
     return result.segment, model
@@ -311,6 +318,30 @@ def test_collect_segment_marks_truncation_and_termination() -> None:
     np.testing.assert_array_equal(segment.observations[:, 1, 0], [0, 1, 2, 0, 1, 2, 0, 1])
     np.testing.assert_array_equal(segment.episode_starts[:, 0], [1, 0, 0, 1, 0, 0, 1, 0])
     np.testing.assert_array_equal(segment.rewards, np.ones((7, 2)))
+
+
+def test_collect_segment_records_timeouts_as_terminations_when_not_handled() -> None:
+    segment, _ = _truncation_segment(handle_timeout_termination=False)
+    cut = np.array([0, 0, 1, 0, 0, 1, 0], dtype=bool)
+    np.testing.assert_array_equal(segment.terminated[:, 0], cut)
+    np.testing.assert_array_equal(segment.terminated[:, 1], cut)
+    assert not segment.truncated.any()
+    assert segment.final_index.shape == (0, 2)
+    assert segment.final_observations.shape == (0, 1)
+
+
+@pytest.mark.parametrize("handle", [True, False])
+def test_acer_passes_handle_timeout_termination_to_the_rollout(handle: bool) -> None:
+    model = ACER(
+        "MlpPolicy", _truncation_venv(), n_steps=7, replay_ratio=0, seed=0, handle_timeout_termination=handle
+    )
+    segments: list[Segment] = []
+    original = model.train
+    model.train = lambda segment: (segments.append(segment), original(segment))[1]  # type: ignore[method-assign]
+    model.learn(14)
+    assert len(segments) == 1
+    assert segments[0].truncated[:, 0].any() == handle
+    assert segments[0].terminated[:, 0].any() == (not handle)
 
 
 def test_retrace_targets_bootstrap_on_truncation_and_cut_on_termination() -> None:

@@ -42,6 +42,7 @@ HYPERPARAMETERS: dict[str, Any] = dict(
     trust_region=False,
     alpha=0.9,
     delta=0.5,
+    handle_timeout_termination=False,
     verbose=0,
     seed=3,
 )
@@ -305,6 +306,18 @@ def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_pat
     edit_data(path, tmp_path / "future.zip", format_version=2)
     with pytest.raises(ModelFileError, match="format version 2, newer than this sb3-acer reads"):
         ACER.load(tmp_path / "future.zip")
+
+
+def test_file_without_handle_timeout_termination_loads_with_the_default(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    # Files written before the switch existed bootstrap on time limits, as those versions did.
+    _, path = trained
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data.json"))
+    assert data["hyperparameters"].pop("handle_timeout_termination") is False
+    rewrite_entry(path, tmp_path / "older.zip", "data.json", json.dumps(data).encode())
+    assert ACER.load(tmp_path / "older.zip").handle_timeout_termination is True
 
 
 def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
