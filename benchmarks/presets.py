@@ -7,9 +7,10 @@ For each (environment, seed) the script trains ACER with the preset (``make_vec_
   return of a trained agent sampling its actions), and
 * with **deterministic** (greedy) actions, as SB3's ``evaluate_policy`` does by default.
 
-It also records the mean return of the last 100 training episodes, the mean training return in each tenth of
-the run, the training wall-clock and env steps per second. Across seeds it reports the mean and the standard
-deviation of the per-seed means.
+It also records the evaluation episodes' mean length and the fraction that ran to the env's time limit (an
+agent that hovers instead of finishing shows there), the mean return of the last 100 training episodes, the
+mean training return in each tenth of the run, the training wall-clock and env steps per second. Across
+seeds it reports the mean and the standard deviation of the per-seed means.
 
 Seeds can run in parallel processes (``--jobs``), each with one torch thread; wall-clock figures from parallel
 runs share the machine, so the timing benchmark is ``classic_control.py``, not this script.
@@ -37,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
@@ -70,6 +72,11 @@ class PresetResult:
     eval_stochastic_std: float
     eval_deterministic_mean: float
     eval_deterministic_std: float
+    # Mean episode length, and the fraction of episodes that ran to the env's time limit.
+    eval_stochastic_mean_length: float
+    eval_deterministic_mean_length: float
+    eval_stochastic_timeout_frac: float
+    eval_deterministic_timeout_frac: float
     last100_train_mean: float
     steps_to_threshold: int | None
     learning_curve: list[tuple[int, float]]
@@ -114,16 +121,27 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     model.learn(n_timesteps, callback=tracker)
     train_seconds = time.perf_counter() - start
 
-    evals: dict[bool, tuple[float, float]] = {}
+    time_limit = gym.spec(env_id).max_episode_steps
+    evals: dict[bool, tuple[float, float, float, float]] = {}
     for deterministic in (False, True):
         eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
         if isinstance(env, VecNormalize):
             eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
             eval_env.obs_rms = env.obs_rms
-        mean, std = evaluate_policy(
-            model, eval_env, n_eval_episodes=eval_episodes, deterministic=deterministic
+        returns, lengths = evaluate_policy(
+            model,
+            eval_env,
+            n_eval_episodes=eval_episodes,
+            deterministic=deterministic,
+            return_episode_rewards=True,
         )
-        evals[deterministic] = (float(mean), float(std))  # type: ignore[arg-type]
+        timeouts = [length == time_limit for length in lengths] if time_limit else [False]
+        evals[deterministic] = (
+            float(np.mean(returns)),
+            float(np.std(returns)),
+            float(np.mean(lengths)),
+            float(np.mean(timeouts)),
+        )
     last = deque((r for _, r in tracker.all_returns), maxlen=100)
     # Mean training return in each tenth of the run (end step of the tenth, mean): the shape of the curve.
     curve = []
@@ -140,6 +158,10 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
         eval_stochastic_std=evals[False][1],
         eval_deterministic_mean=evals[True][0],
         eval_deterministic_std=evals[True][1],
+        eval_stochastic_mean_length=evals[False][2],
+        eval_deterministic_mean_length=evals[True][2],
+        eval_stochastic_timeout_frac=evals[False][3],
+        eval_deterministic_timeout_frac=evals[True][3],
         last100_train_mean=float(np.mean(last)) if last else float("nan"),
         steps_to_threshold=tracker.steps_to_threshold,
         learning_curve=curve,

@@ -52,6 +52,12 @@ def test_presets_benchmark_script_runs_and_records(
     assert [r["seed"] for r in runs] == [0, 1]
     assert all(r["overrides"] == {"n_timesteps": 160} and r["n_timesteps"] == 160 for r in runs)
     assert all(8.0 <= r["eval_stochastic_mean"] <= 500.0 for r in runs)  # CartPole returns: 8 to 500
+    for r in runs:
+        for mode in ("stochastic", "deterministic"):
+            # CartPole pays 1 per step, so the mean length is the mean return; its time limit is 500 steps.
+            assert r[f"eval_{mode}_mean_length"] == pytest.approx(r[f"eval_{mode}_mean"])
+            assert r[f"eval_{mode}_timeout_frac"] in (0.0, 0.5, 1.0)
+            assert (r[f"eval_{mode}_timeout_frac"] == 1.0) == (r[f"eval_{mode}_mean"] == 500.0)
     assert "| CartPole-v1 | 2 | 160 |" in capsys.readouterr().out
 
 
