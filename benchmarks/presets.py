@@ -207,7 +207,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override preset entries")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override preset entries (repeatable: each --set adds to the previous ones)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
     args = parser.parse_args(argv)
 

@@ -44,13 +44,27 @@ def test_presets_benchmark_script_runs_and_records(
     from benchmarks import presets as bench
 
     out = tmp_path / "result.json"
-    options = ["--seeds", "0", "1", "--eval-episodes", "2", "--set", "n_timesteps=160", "--out", str(out)]
+    # A repeated --set adds to the earlier ones (argparse's default would keep only the last).
+    options = [
+        "--seeds",
+        "0",
+        "1",
+        "--eval-episodes",
+        "2",
+        "--set",
+        "n_timesteps=160",
+        "--set",
+        "ent_coef=0.0",
+    ]
+    options += ["--out", str(out)]
     bench.main(["--envs", "CartPole-v1", *options])
     data = json.loads(out.read_text())
     assert data["meta"]["command"].startswith("python benchmarks/presets.py --envs CartPole-v1")
     runs = data["results"]
     assert [r["seed"] for r in runs] == [0, 1]
-    assert all(r["overrides"] == {"n_timesteps": 160} and r["n_timesteps"] == 160 for r in runs)
+    assert all(
+        r["overrides"] == {"n_timesteps": 160, "ent_coef": 0.0} and r["n_timesteps"] == 160 for r in runs
+    )
     assert all(8.0 <= r["eval_stochastic_mean"] <= 500.0 for r in runs)  # CartPole returns: 8 to 500
     for r in runs:
         for mode in ("stochastic", "deterministic"):
