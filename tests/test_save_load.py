@@ -77,11 +77,18 @@ def rewrite_entry(source: pathlib.Path | io.BytesIO, target: pathlib.Path, name:
             archive.writestr(entry, data)
 
 
-def edit_data(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
+def read_data(source: pathlib.Path) -> dict[str, Any]:
     with zipfile.ZipFile(source) as archive:
-        data = json.loads(archive.read("data.json"))
-    data.update(changes)
+        return json.loads(archive.read("data.json"))
+
+
+def write_data(source: pathlib.Path, target: pathlib.Path, data: dict[str, Any]) -> None:
+    """Copy a model file with ``data`` as its ``data.json``."""
     rewrite_entry(source, target, "data.json", json.dumps(data).encode())
+
+
+def edit_data(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
+    write_data(source, target, {**read_data(source), **changes})
 
 
 @pytest.fixture(scope="module")
@@ -313,19 +320,17 @@ def test_file_without_handle_timeout_termination_loads_with_the_default(
 ) -> None:
     # Files written before the switch existed bootstrap on time limits, as those versions did.
     _, path = trained
-    with zipfile.ZipFile(path) as archive:
-        data = json.loads(archive.read("data.json"))
+    data = read_data(path)
     assert data["hyperparameters"].pop("handle_timeout_termination") is False
-    rewrite_entry(path, tmp_path / "older.zip", "data.json", json.dumps(data).encode())
+    write_data(path, tmp_path / "older.zip", data)
     assert ACER.load(tmp_path / "older.zip").handle_timeout_termination is True
 
 
 def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
     _, path = trained
-    with zipfile.ZipFile(path) as archive:
-        data = json.loads(archive.read("data.json"))
+    data = read_data(path)
     del data["hyperparameters"]
-    rewrite_entry(path, tmp_path / "partial.zip", "data.json", json.dumps(data).encode())
+    write_data(path, tmp_path / "partial.zip", data)
     with pytest.raises(ModelFileError, match="lacks the entry 'hyperparameters'"):
         ACER.load(tmp_path / "partial.zip")
 
