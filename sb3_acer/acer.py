@@ -211,7 +211,9 @@ class ACER(BaseAlgorithm):
         correction_term: importance-weight truncation ``c``.
         trust_region: project the policy gradient onto the KL trust region around the average policy.
         alpha: decay of the average policy network, ``theta_avg <- alpha theta_avg + (1 - alpha) theta``.
-        delta: trust-region bound on the linearised KL divergence.
+        delta: trust-region bound on the linearised KL divergence. It is in the units of the rewards: with
+            rewards scaled by ``s`` (``VecNormalize``, a reward wrapper) ``delta * s`` gives the same step;
+            the default 1 is the paper's Atari value, with rewards clipped to [-1, 1].
         handle_timeout_termination: bootstrap the return from the value of the last observation where an
             episode ends on a time limit (``info["TimeLimit.truncated"]``), as SB3's replay buffers do.
             ``False`` cuts the return there as at a termination (SB2's behaviour), which makes running out

@@ -660,6 +660,37 @@ def test_trust_region_projection_exact_boundary_and_zero_k():
     assert step.k_dot_g.tolist() == [1.0, 0.0]
 
 
+@pytest.mark.parametrize("scale", [0.01, 0.5, 10.0])
+def test_rewards_scaled_by_s_need_delta_scaled_by_s(scale):
+    """``delta`` is in the units of the rewards: with rewards (so ``Q_ret``, ``Q``, ``V``) scaled by ``s`` and
+    no entropy bonus, ``g`` scales by ``s``, and only ``delta * s`` gives ``s`` times the same step."""
+    gen = _gen(23)
+    shape = (20, 8, 4)
+    pi, mu = _probs(gen, shape), _probs(gen, shape)
+    actions = th.randint(0, shape[-1], shape[:2], generator=gen)
+    q_values = 50 * th.randn(shape, generator=gen, dtype=DTYPE)
+    values = (pi * q_values).sum(-1)
+    q_ret = values + 30 * th.randn(shape[:2], generator=gen, dtype=DTYPE)
+    rho = pi / mu
+    k = F.kl_gradient(avg_probs=_probs(gen, shape), pi_probs=pi)
+
+    def step(s: float, delta: float) -> th.Tensor:
+        g = F.acer_policy_gradient(
+            pi_probs=pi,
+            actions=actions,
+            rho=rho,
+            q_ret=s * q_ret,
+            q_values=s * q_values,
+            values=s * values,
+            c=10.0,
+        )
+        return F.trust_region_projection(g=g, k=k, delta=delta, eps=0.0).z
+
+    base = step(1.0, 1.0)
+    th.testing.assert_close(step(scale, scale), scale * base, rtol=1e-10, atol=1e-10)
+    assert not th.allclose(step(scale, 1.0), scale * base, rtol=1e-3, atol=1e-6)
+
+
 def test_trust_region_projection_errors():
     with pytest.raises(ValueError, match=r"g shape \(2, 3\) != k shape \(2, 4\)"):
         F.trust_region_projection(g=th.zeros(2, 3), k=th.zeros(2, 4), delta=1.0)
