@@ -664,24 +664,16 @@ def test_trust_region_projection_exact_boundary_and_zero_k():
 def test_rewards_scaled_by_s_need_delta_scaled_by_s(scale):
     """``delta`` is in the units of the rewards: with rewards (so ``Q_ret``, ``Q``, ``V``) scaled by ``s`` and
     no entropy bonus, ``g`` scales by ``s``, and only ``delta * s`` gives ``s`` times the same step."""
-    gen = _gen(23)
-    shape = (20, 8, 4)
-    pi, mu = _probs(gen, shape), _probs(gen, shape)
-    actions = th.randint(0, shape[-1], shape[:2], generator=gen)
-    q_values = 50 * th.randn(shape, generator=gen, dtype=DTYPE)
-    values = (pi * q_values).sum(-1)
-    q_ret = values + 30 * th.randn(shape[:2], generator=gen, dtype=DTYPE)
-    rho = pi / mu
-    k = F.kl_gradient(avg_probs=_probs(gen, shape), pi_probs=pi)
+    data = _policy_inputs(23, (20, 8, 4))
+    k = F.kl_gradient(avg_probs=_probs(_gen(24), (20, 8, 4)), pi_probs=data["pi"])
 
     def step(s: float, delta: float) -> th.Tensor:
+        # LunarLander-sized values (x50), so that delta = 1 binds on some samples.
         g = F.acer_policy_gradient(
-            pi_probs=pi,
-            actions=actions,
-            rho=rho,
-            q_ret=s * q_ret,
-            q_values=s * q_values,
-            values=s * values,
+            pi_probs=data["pi"],
+            actions=data["actions"],
+            rho=data["pi"] / data["mu"],
+            **{key: 50 * s * data[key] for key in ("q_ret", "q_values", "values")},
             c=10.0,
         )
         return F.trust_region_projection(g=g, k=k, delta=delta, eps=0.0).z
