@@ -772,8 +772,8 @@ TRAIN_EXAMPLES = f"""\
 examples:
   {PROG} train CartPole-v1
   {PROG} train CartPole-v1 --seed 1 --timesteps 20000 --eval-freq 5000
-  {PROG} train Acrobot-v1 --n-envs 8 --hyperparams ent_coef=0.01 lr_schedule=constant
-  {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': [128, 128]}}" normalize=True
+  {PROG} train Acrobot-v1 --n-envs 8 --hyperparams ent_coef=0.01 lr_schedule=constant normalize=True
+  {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': {{'pi': [128], 'qf': [256]}}}}"
   {PROG} train PongNoFrameskip-v4 --tensorboard-log tb/
 
 Presets: {", ".join(available_presets())}.
