@@ -198,6 +198,8 @@ class ACER(BaseAlgorithm):
         num_procs: number of torch threads (``torch.set_num_threads``); ``None`` leaves torch's setting.
         q_coef: weight of the critic (Q) loss.
         ent_coef: weight of the entropy bonus (a mean over states, inside the trust-region projection).
+            Like ``delta`` it is in the units of the rewards, since the advantages it is weighed against
+            scale with them; the default 0.01 is baselines' and SB2's Atari value (clipped rewards).
         max_grad_norm: global-norm gradient clipping threshold; ``None`` disables clipping.
         learning_rate: initial RMSProp learning rate, or an SB3 schedule (a callable of the progress
             remaining, from 1 to 0), in which case ``lr_schedule`` is not applied.

@@ -683,6 +683,27 @@ def test_rewards_scaled_by_s_need_delta_scaled_by_s(scale):
     assert not th.allclose(step(scale, 1.0), scale * base, rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [0.01, 0.5, 10.0])
+def test_rewards_scaled_by_s_need_ent_coef_scaled_by_s(scale):
+    """``ent_coef`` is in the units of the rewards too: ``g`` is linear in ``Q_ret``, ``Q``, ``V`` and
+    ``ent_coef`` together, so rewards scaled by ``s`` keep the entropy's weight only with ``ent_coef * s``."""
+    data = _policy_inputs(25, (20, 8, 4))
+
+    def gradient(s: float, ent_coef: float) -> th.Tensor:
+        return F.acer_policy_gradient(
+            pi_probs=data["pi"],
+            actions=data["actions"],
+            rho=data["pi"] / data["mu"],
+            **{key: s * data[key] for key in ("q_ret", "q_values", "values")},
+            c=10.0,
+            ent_coef=ent_coef,
+        )
+
+    base = gradient(1.0, 0.01)
+    th.testing.assert_close(gradient(scale, 0.01 * scale), scale * base, rtol=1e-10, atol=1e-12)
+    assert not th.allclose(gradient(scale, 0.01), scale * base, rtol=1e-6, atol=1e-9)
+
+
 def test_trust_region_projection_errors():
     with pytest.raises(ValueError, match=r"g shape \(2, 3\) != k shape \(2, 4\)"):
         F.trust_region_projection(g=th.zeros(2, 3), k=th.zeros(2, 4), delta=1.0)
