@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shlex
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -21,11 +22,11 @@ def write_results(
     path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
 ) -> None:
     """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
-    (``python benchmarks/<script> <args>``), the date, ``machine``, the Python and torch versions and
-    ``extra`` meta entries."""
+    (``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments), the
+    date, ``machine``, the Python and torch versions and ``extra`` meta entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "command": f"python benchmarks/{script} " + " ".join(args),
+        "command": shlex.join(["python", f"benchmarks/{script}", *args]),
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine,
         "python": platform.python_version(),

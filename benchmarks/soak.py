@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarize(sampler.samples, args.max_growth_mb)
     result = dict(
-        command=" ".join(["python", "benchmarks/soak.py", *(argv if argv is not None else sys.argv[1:])]),
+        command=shlex.join(["python", "benchmarks/soak.py", *(argv if argv is not None else sys.argv[1:])]),
         timesteps=model.num_timesteps,
         n_envs=args.n_envs,
         seconds=round(seconds, 1),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
+import shlex
 
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
@@ -39,8 +41,6 @@ def test_preset_result_is_in_the_benchmarks_table(env_id: str) -> None:
 def test_presets_benchmark_script_runs_and_records(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
 ) -> None:
-    import json
-
     from benchmarks import presets as bench
 
     out = tmp_path / "result.json"
@@ -85,3 +85,14 @@ def test_presets_benchmark_overrides_parse_values() -> None:
     }
     with pytest.raises(SystemExit, match="key=value"):
         parse_overrides(["learning_rate"])
+
+
+def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
+    """A recorded command pastes back into a shell as the same arguments (e.g. a dict passed to --set)."""
+    from benchmarks.common import write_results
+
+    args = ["--envs", "LunarLander-v3", "--set", "policy_kwargs={'net_arch': [64, 64]}", "n_steps=40"]
+    out = tmp_path / "r.json"
+    write_results(out, script="presets.py", args=args, machine="m", results=[])
+    command = json.loads(out.read_text())["meta"]["command"]
+    assert shlex.split(command) == ["python", "benchmarks/presets.py", *args]
