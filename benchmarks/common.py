@@ -18,15 +18,19 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 
+def command_line(script: str, args: list[str]) -> str:
+    """``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments."""
+    return shlex.join(["python", f"benchmarks/{script}", *args])
+
+
 def write_results(
     path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
 ) -> None:
     """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
-    (``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments), the
-    date, ``machine``, the Python and torch versions and ``extra`` meta entries."""
+    (``command_line``), the date, ``machine``, the Python and torch versions and ``extra`` meta entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "command": shlex.join(["python", f"benchmarks/{script}", *args]),
+        "command": command_line(script, args),
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine,
         "python": platform.python_version(),

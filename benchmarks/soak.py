@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from stable_baselines3.common.env_util import make_vec_env
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sb3_acer
+from benchmarks.common import command_line
 from sb3_acer import ACER
 
 MB = 1024 * 1024
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarize(sampler.samples, args.max_growth_mb)
     result = dict(
-        command=shlex.join(["python", "benchmarks/soak.py", *(argv if argv is not None else sys.argv[1:])]),
+        command=command_line("soak.py", argv if argv is not None else sys.argv[1:]),
         timesteps=model.num_timesteps,
         n_envs=args.n_envs,
         seconds=round(seconds, 1),

@@ -660,6 +660,18 @@ def test_trust_region_projection_exact_boundary_and_zero_k():
     assert step.k_dot_g.tolist() == [1.0, 0.0]
 
 
+def _gradient_with_rewards_scaled(data: dict, s: float, ent_coef: float = 0.0) -> th.Tensor:
+    """``g`` of ``_policy_inputs`` data with ``Q_ret``, ``Q`` and ``V`` (as from rewards) scaled by ``s``."""
+    return F.acer_policy_gradient(
+        pi_probs=data["pi"],
+        actions=data["actions"],
+        rho=data["pi"] / data["mu"],
+        **{key: s * data[key] for key in ("q_ret", "q_values", "values")},
+        c=10.0,
+        ent_coef=ent_coef,
+    )
+
+
 @pytest.mark.parametrize("scale", [0.01, 0.5, 10.0])
 def test_rewards_scaled_by_s_need_delta_scaled_by_s(scale):
     """``delta`` is in the units of the rewards: with rewards (so ``Q_ret``, ``Q``, ``V``) scaled by ``s`` and
@@ -669,13 +681,7 @@ def test_rewards_scaled_by_s_need_delta_scaled_by_s(scale):
 
     def step(s: float, delta: float) -> th.Tensor:
         # LunarLander-sized values (x50), so that delta = 1 binds on some samples.
-        g = F.acer_policy_gradient(
-            pi_probs=data["pi"],
-            actions=data["actions"],
-            rho=data["pi"] / data["mu"],
-            **{key: 50 * s * data[key] for key in ("q_ret", "q_values", "values")},
-            c=10.0,
-        )
+        g = _gradient_with_rewards_scaled(data, 50 * s)
         return F.trust_region_projection(g=g, k=k, delta=delta, eps=0.0).z
 
     base = step(1.0, 1.0)
@@ -689,19 +695,11 @@ def test_rewards_scaled_by_s_need_ent_coef_scaled_by_s(scale):
     ``ent_coef`` together, so rewards scaled by ``s`` keep the entropy's weight only with ``ent_coef * s``."""
     data = _policy_inputs(25, (20, 8, 4))
 
-    def gradient(s: float, ent_coef: float) -> th.Tensor:
-        return F.acer_policy_gradient(
-            pi_probs=data["pi"],
-            actions=data["actions"],
-            rho=data["pi"] / data["mu"],
-            **{key: s * data[key] for key in ("q_ret", "q_values", "values")},
-            c=10.0,
-            ent_coef=ent_coef,
-        )
-
-    base = gradient(1.0, 0.01)
-    th.testing.assert_close(gradient(scale, 0.01 * scale), scale * base, rtol=1e-10, atol=1e-12)
-    assert not th.allclose(gradient(scale, 0.01), scale * base, rtol=1e-6, atol=1e-9)
+    base = _gradient_with_rewards_scaled(data, 1.0, ent_coef=0.01)
+    scaled = _gradient_with_rewards_scaled(data, scale, ent_coef=0.01 * scale)
+    th.testing.assert_close(scaled, scale * base, rtol=1e-10, atol=1e-12)
+    unscaled = _gradient_with_rewards_scaled(data, scale, ent_coef=0.01)
+    assert not th.allclose(unscaled, scale * base, rtol=1e-6, atol=1e-9)
 
 
 def test_trust_region_projection_errors():
