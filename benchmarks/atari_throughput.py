@@ -39,6 +39,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import command_line
 from sb3_acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
 from sb3_acer.buffer import SegmentReplayBuffer
@@ -238,11 +239,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     th.set_num_threads(args.torch_threads)
+    device = args.device
+    if device.startswith("cuda") and th.cuda.is_available():
+        device = f"{device}: {th.cuda.get_device_name(th.device(device))}"
     results: dict[str, Any] = {
+        "command": command_line("atari_throughput.py", sys.argv[1:] if argv is None else argv),
         "env": args.env,
         "n_envs": args.n_envs,
         "machine": f"{os.cpu_count()} CPUs, torch {th.__version__} ({args.torch_threads} thread(s), "
-        f"{args.device}), Python {platform.python_version()}",
+        f"{device}), Python {platform.python_version()}",
         "load_average_before": os.getloadavg(),
         "raw_emulator": raw_emulator(args.env, args.raw_frames),
         "samplers": {s: sampler_alone(args.env, s, args.n_envs, args.sampler_steps) for s in args.samplers},

@@ -31,6 +31,7 @@ rewards and game ends (``tests/test_atari.py::test_preprocessing_matches_the_wra
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_atari_env
-from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.monitor import Monitor, ResultsWriter
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
@@ -107,6 +108,9 @@ class AtariVecEnv(VecEnv):
         clip_reward: the agent's reward is the sign of the game's reward.
         max_frames_per_episode: emulator frames after which a game is truncated.
         num_threads: emulator threads (0: one per core, at most ``num_envs``).
+        monitor_dir: folder for a ``Monitor`` CSV file (``ale_vector.monitor.csv``, one row per game
+            over of any emulator, with its full-game score) that SB3's ``load_results`` and
+            ``sb3-acer plot`` read; ``None`` writes none.
     """
 
     def __init__(
@@ -122,6 +126,7 @@ class AtariVecEnv(VecEnv):
         clip_reward: bool = True,
         max_frames_per_episode: int = 108_000,
         num_threads: int = 0,
+        monitor_dir: str | None = None,
     ) -> None:
         try:
             from ale_py.vector_env import AtariVectorEnv
@@ -167,6 +172,13 @@ class AtariVecEnv(VecEnv):
         self._game_lengths = np.zeros(num_envs, dtype=np.int64)
         self._start_time = time.time()
         self._needs_reset = True
+        self._monitor: ResultsWriter | None = None
+        if monitor_dir is not None:
+            os.makedirs(monitor_dir, exist_ok=True)
+            self._monitor = ResultsWriter(
+                os.path.join(monitor_dir, "ale_vector"),
+                header={"t_start": self._start_time, "env_id": game, "num_envs": num_envs},
+            )
 
     def _mask(self, obs: np.ndarray, since_start: np.ndarray) -> np.ndarray:
         """Zero, in place, the frames of ``obs [n, n_stack, H, W]`` that precede each episode's start."""
@@ -228,6 +240,8 @@ class AtariVecEnv(VecEnv):
                     "l": int(self._game_lengths[env_idx]),
                     "t": round(time.time() - self._start_time, 6),
                 }
+                if self._monitor is not None:
+                    self._monitor.write_row(infos[env_idx]["episode"])
                 self._game_returns[env_idx] = 0.0
                 self._game_lengths[env_idx] = 0
             self._since_start[env_idx] = 0
@@ -236,6 +250,8 @@ class AtariVecEnv(VecEnv):
 
     def close(self) -> None:
         self._vector.close()
+        if self._monitor is not None:
+            self._monitor.close()
 
     def _indices(self, indices: VecEnvIndices) -> Sequence[int]:
         if indices is None:
@@ -284,12 +300,15 @@ def make_atari_vec_env(
         seed: game ``i`` is seeded with ``seed + i``.
         sampler: ``"ale-vector"`` (:class:`AtariVecEnv`) or ``"wrappers"`` (SB3's ``make_atari_env``).
         n_stack: frames per observation.
-        monitor_dir: folder for ``Monitor`` CSV files (``"wrappers"`` only).
+        monitor_dir: folder for ``Monitor`` CSV files (one per game with ``"wrappers"``, one for all
+            games with ``"ale-vector"``).
         num_threads: emulator threads of ``"ale-vector"`` (0: one per core).
     """
     game = ale_game_name(env_id)
     if sampler == "ale-vector":
-        env: VecEnv = AtariVecEnv(game, n_envs, n_stack=n_stack, num_threads=num_threads)
+        env: VecEnv = AtariVecEnv(
+            game, n_envs, n_stack=n_stack, num_threads=num_threads, monitor_dir=monitor_dir
+        )
         if seed is not None:
             env.seed(seed)
     elif sampler == "wrappers":

@@ -7,10 +7,12 @@ Games are NoFrameskip-v4 ids with DeepMind's preprocessing (see sb3_acer/atari.p
 ale-py. --num-timesteps counts agent steps over all environments, each 4 emulator frames: the default 10M
 is 40M frames. Training runs for exactly --num-timesteps steps (rounded up to whole updates of n_envs x 20
 steps); SB2's script trained 10% more than it was asked to. The model is saved at the end (--save-path),
-and every --checkpoint-freq steps during training; every --eval-freq steps the policy plays
---n-eval-episodes full games on separately seeded environments, whose true (unclipped) scores are
-printed, logged (eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores
-(rollout/ep_rew_mean) are full-game, unclipped scores too.
+and every --checkpoint-freq steps during training; Ctrl-C (SIGINT) stops training and saves the model
+trained so far. Every --eval-freq steps the policy plays --n-eval-episodes full games on separately
+seeded environments, whose true (unclipped) scores are printed, logged (eval/mean_reward) and saved in
+<logdir>/evaluations.npz. Training episode scores
+(rollout/ep_rew_mean) are full-game, unclipped scores too, and with --logdir they are written to
+<logdir>/monitor/*.monitor.csv, which `sb3-acer plot <logdir>/monitor` draws.
 """
 
 from __future__ import annotations
@@ -215,12 +217,15 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
         )
     try:
-        model.learn(
-            total_timesteps=args.num_timesteps,
-            callback=callbacks,
-            log_interval=args.log_interval,
-            progress_bar=not args.no_progress_bar,
-        )
+        try:
+            model.learn(
+                total_timesteps=args.num_timesteps,
+                callback=callbacks,
+                log_interval=args.log_interval,
+                progress_bar=not args.no_progress_bar,
+            )
+        except KeyboardInterrupt:
+            print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
         save_path.parent.mkdir(parents=True, exist_ok=True)
         model.save(save_path)
     finally:

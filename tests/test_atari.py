@@ -248,11 +248,14 @@ def test_env_ids_need_noframeskip_semantics() -> None:
         make_atari_vec_env("BreakoutNoFrameskip-v4", 1, sampler="gym")
 
 
-def test_ale_vector_env_semantics() -> None:
+def test_ale_vector_env_semantics(tmp_path: pathlib.Path) -> None:
     """Same-step reset, life loss ends the agent's episode only, terminal observations, zero-padded stacks,
-    clipped rewards and unclipped full-game scores (Space Invaders: invaders are worth 5 to 30 points).
-    A second, unclipped copy with the same seed and actions shows the raw rewards."""
-    clipped = AtariVecEnv("space_invaders", 2)
+    clipped rewards and unclipped full-game scores (Space Invaders: invaders are worth 5 to 30 points),
+    which the Monitor file records game by game. A second, unclipped copy with the same seed and actions
+    shows the raw rewards."""
+    from stable_baselines3.common.monitor import load_results
+
+    clipped = AtariVecEnv("space_invaders", 2, monitor_dir=str(tmp_path / "monitor"))
     raw = AtariVecEnv("space_invaders", 2, clip_reward=False)
     clipped.seed(7)
     raw.seed(7)
@@ -263,6 +266,7 @@ def test_ale_vector_env_semantics() -> None:
     rng = np.random.default_rng(0)
     lives = np.array([info["lives"] for info in clipped.reset_infos])
     game_return, game_length, life_losses, games, largest = np.zeros(2), np.zeros(2, dtype=int), 0, 0, 0.0
+    scores: list[tuple[float, int]] = []
     for _ in range(3000):
         actions = rng.integers(clipped.action_space.n, size=2)  # type: ignore[attr-defined]
         previous = obs
@@ -288,6 +292,7 @@ def test_ale_vector_env_semantics() -> None:
                 games += 1
                 assert info["episode"]["r"] == game_return[i] and info["episode"]["l"] == game_length[i]
                 assert info["lives"] == 3 and lives[i] == 1
+                scores.append((info["episode"]["r"], info["episode"]["l"]))
                 game_return[i], game_length[i] = 0.0, 0
             else:  # a lost life: the game goes on from the frame where it was lost
                 life_losses += 1
@@ -300,6 +305,8 @@ def test_ale_vector_env_semantics() -> None:
     assert largest > 1  # the scores above are unclipped
     clipped.close()
     raw.close()
+    monitor = load_results(str(tmp_path / "monitor"))
+    assert list(zip(monitor["r"], monitor["l"], strict=True)) == scores
 
 
 def test_ale_vector_env_is_seeded() -> None:
@@ -414,6 +421,40 @@ def test_run_atari_trains_saves_checkpoints_and_evaluates_on_a_real_rom(
     assert evaluations["timesteps"].tolist() == [120]
     assert evaluations["ep_lengths"].min() > 5 * 20  # a whole game of 5 lives
     assert list((logdir / "ACER_1").glob("events.out.tfevents.*"))
+    assert list((logdir / "monitor").glob("*.monitor.csv"))  # the training games' scores, for plotting
+
+
+def test_run_atari_saves_the_model_when_interrupted(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C during training saves what was trained, as the CLI's train does."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    import sb3_acer.run_atari
+
+    class CtrlC(BaseCallback):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 80:
+                raise KeyboardInterrupt
+            return True
+
+    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", CtrlC)
+    saved = main(
+        [
+            "--num-timesteps=400",
+            "--n-envs=2",
+            "--buffer-size=60",
+            "--replay-start=20",
+            "--eval-freq=0",
+            f"--save-path={tmp_path / 'model.zip'}",
+            "--no-progress-bar",
+        ]
+    )
+    assert ACER.load(saved).num_timesteps == 80
+    assert "interrupted at 80 steps; saving the model" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
