@@ -272,15 +272,16 @@ class FrameStackReplayBuffer(SlotReplay):
         ext[n_stack:] = np.swapaxes(self.frames[slots, :, envs], 0, 1)
         t = np.arange(n_steps + 1)
         index = t[:, None] + np.arange(n_stack)[None, :]  # [T + 1, S]: ext index of x_t's channel c
-        out = ext[index]  # [T + 1, S, E, c, H, W]
+        # One gather straight into the output layout (a gather then a transposing copy took 4x as long).
+        out = ext[index[:, None, :], envs[None, :, None]]  # [T + 1, E, S, c, H, W]
         # The frame of time u in x_t is zero if an episode starts at some v in (u, t] (x_0's own padding
         # is already in x_0).
         starts = self.episode_starts[slots, :, envs].T  # [T + 1, E]
         start_times = np.where(starts & (t[:, None] >= 1), t[:, None], -n_stack)
         last_start = np.maximum.accumulate(start_times, axis=0)  # [T + 1, E]
         frame_time = index - (n_stack - 1)  # [T + 1, S]
-        out[frame_time[:, :, None] < last_start[:, None, :]] = 0
-        return np.ascontiguousarray(np.swapaxes(out, 1, 2)).reshape(n_steps + 1, self.n_envs, *self.obs_shape)
+        out[frame_time[:, None, :] < last_start[:, :, None]] = 0
+        return out.reshape(n_steps + 1, self.n_envs, *self.obs_shape)
 
     def get(self, slots: np.ndarray) -> Segment:
         """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``, rebuilding
