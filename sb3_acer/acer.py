@@ -94,6 +94,7 @@ HYPERPARAMETERS = (
     "alpha",
     "delta",
     "handle_timeout_termination",
+    "retrace_lambda",
     "verbose",
     "tensorboard_log",
     "seed",
@@ -158,6 +159,8 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
         fail("delta", "must be positive")
     if not 0.0 <= params["alpha"] < 1.0:
         fail("alpha", "must be in [0, 1)")
+    if not is_number(params["retrace_lambda"]) or not 0.0 <= params["retrace_lambda"] <= 1.0:
+        fail("retrace_lambda", "must be a number in [0, 1]")
     if not 0.0 < params["rprop_alpha"] <= 1.0:
         fail("rprop_alpha", "must be in (0, 1]")
     if params["rprop_epsilon"] <= 0:
@@ -220,6 +223,9 @@ class ACER(BaseAlgorithm):
             episode ends on a time limit (``info["TimeLimit.truncated"]``), as SB3's replay buffers do.
             ``False`` cuts the return there as at a termination (SB2's behaviour), which makes running out
             of time as bad as ending the episode with the rewards collected so far.
+        retrace_lambda: ``lambda`` of Retrace(lambda): the trace coefficients of the ``Q_ret`` targets
+            are ``lambda * min(1, rho)``. 1 (the default) is ACER's; smaller values shorten the traces,
+            trading the variance of the targets for bias, as GAE's lambda does (0: one-step targets).
         verbose: 0 silent, 1 training information, 2 debug.
         tensorboard_log: TensorBoard log folder (``None``: no TensorBoard).
         _init_setup_model: build the networks now (``False`` is used by ``load``).
@@ -260,6 +266,7 @@ class ACER(BaseAlgorithm):
         alpha: float = 0.99,
         delta: float = 1,
         handle_timeout_termination: bool = True,
+        retrace_lambda: float = 1.0,
         verbose: int = 0,
         tensorboard_log: str | None = None,
         _init_setup_model: bool = True,
@@ -319,6 +326,7 @@ class ACER(BaseAlgorithm):
         self.alpha = float(alpha)
         self.delta = float(delta)
         self.handle_timeout_termination = bool(handle_timeout_termination)
+        self.retrace_lambda = float(retrace_lambda)
         self.replay_buffer: ReplayBuffer | None = None
         self.n_skipped_updates = 0
         self._n_replay_updates = 0
@@ -651,6 +659,7 @@ class ACER(BaseAlgorithm):
             correction_term=self.correction_term,
             trust_region=self.trust_region,
             delta=self.delta,
+            retrace_lambda=self.retrace_lambda,
         )
 
     def _dump_logs(self, iteration: int) -> None:

@@ -155,7 +155,7 @@ def retrace_targets(
     truncated: th.Tensor | None = None,
     truncation_values: th.Tensor | None = None,
 ) -> th.Tensor:
-    """Retrace targets ``Q_ret`` with ``lambda = 1`` (paper eq. 5 and Algorithm 2), backwards in time.
+    """Retrace targets ``Q_ret`` (paper eq. 5 and Algorithm 2), backwards in time.
 
     ``carry = V(x_T)``; for ``t = T-1 .. 0``::
 
@@ -171,7 +171,8 @@ def retrace_targets(
         rewards: ``[T, B]`` rewards ``r_t``.
         q_i: ``[T, B]`` ``Q(x_t, a_t)`` of the taken actions.
         values: ``[T + 1, B]`` ``V(x_t) = sum_a pi(a|x_t) Q(x_t, a)``; the last row is the bootstrap.
-        rho_bar: ``[T, B]`` trace coefficients, ``min(1, rho_t(a_t))`` in ACER.
+        rho_bar: ``[T, B]`` trace coefficients, ``min(1, rho_t(a_t))`` in ACER (``lambda * min(1, rho_t)``
+            for Retrace(lambda), ``ACER(retrace_lambda=...)``).
         terminated: ``[T, B]`` 1 where the episode terminated after step ``t``.
         gamma: discount factor.
         truncated: ``[T, B]`` 1 where the episode was truncated after step ``t`` (optional).

@@ -37,6 +37,7 @@ class UpdateConfig:
     correction_term: float
     trust_region: bool
     delta: float
+    retrace_lambda: float = 1.0
     eps: float = F.EPS
 
 
@@ -163,7 +164,7 @@ def compute_gradients(
         rewards=rewards,
         q_i=q_i.detach(),
         values=values.detach(),
-        rho_bar=th.clamp(weights.rho_i, max=1.0),
+        rho_bar=config.retrace_lambda * th.clamp(weights.rho_i, max=1.0),
         terminated=terminated,
         truncated=truncated,
         truncation_values=truncation_values,

@@ -148,6 +148,9 @@ def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> Non
         (dict(num_procs=0), "num_procs must be a positive integer"),
         (dict(trust_region="False"), "trust_region must be True or False, got 'False'"),
         (dict(handle_timeout_termination=0), "handle_timeout_termination must be True or False, got 0"),
+        (dict(retrace_lambda=1.5), r"retrace_lambda must be a number in \[0, 1\], got 1.5"),
+        (dict(retrace_lambda=-0.1), r"retrace_lambda must be a number in \[0, 1\], got -0.1"),
+        (dict(retrace_lambda="0.9"), r"retrace_lambda must be a number in \[0, 1\], got '0.9'"),
     ],
 )
 def test_invalid_hyperparameters_raise_value_error_naming_them(kwargs: dict, message: str) -> None:
@@ -159,6 +162,8 @@ def test_boundary_hyperparameters_are_accepted() -> None:
     # The ends of the documented ranges are valid; a small buffer is fine without replay.
     ACER("MlpPolicy", "CartPole-v1", gamma=1.0, alpha=0.0, _init_setup_model=False)
     ACER("MlpPolicy", "CartPole-v1", gamma=0.0, _init_setup_model=False)
+    ACER("MlpPolicy", "CartPole-v1", retrace_lambda=0.0, _init_setup_model=False)
+    ACER("MlpPolicy", "CartPole-v1", retrace_lambda=1, _init_setup_model=False)
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=20, buffer_size=1, replay_ratio=0)
     assert model.replay_buffer is None
 
@@ -423,6 +428,39 @@ def test_update_uses_truncation_bootstrap() -> None:
         segment.terminated, segment.truncated
     )
     assert difference > 5.0
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.5, 0.0])
+def test_update_uses_retrace_lambda(lam: float) -> None:
+    """Retrace(lambda): the traces are lambda * min(1, rho). With Q = V = 10 everywhere and on-policy rho = 1,
+    the targets follow carry = lambda (Q_ret - 10) + 10 (lambda 0: one-step targets r + gamma 10)."""
+    segment, model = _truncation_segment()
+    with th.no_grad():
+        model.policy.q_net.weight.zero_()
+        model.policy.q_net.bias.fill_(10.0)
+    gamma = 0.9
+    config = UpdateConfig(
+        gamma=gamma,
+        q_coef=0.5,
+        ent_coef=0.01,
+        correction_term=10.0,
+        trust_region=True,
+        delta=1.0,
+        retrace_lambda=lam,
+    )
+    q_ret = np.zeros((7, 2))
+    for env in range(2):
+        carry = 10.0
+        for t in reversed(range(7)):
+            following = 10.0 if segment.truncated[t, env] else carry
+            q_ret[t, env] = 1.0 + gamma * (1.0 - segment.terminated[t, env]) * following
+            carry = lam * (q_ret[t, env] - 10.0) + 10.0
+    _, stats = compute_gradients(
+        policy=model.policy, avg_policy=model.policy_avg, segment=segment, config=config
+    )
+    assert stats.loss_q == pytest.approx(float(0.5 * np.mean((q_ret - 10.0) ** 2)), rel=1e-4)
+    if lam == 0.0:
+        assert np.allclose(q_ret, 1.0 + gamma * (1.0 - segment.terminated) * 10.0)
 
 
 # ---------------------------------------------------------------------------------------------- predict

@@ -43,6 +43,7 @@ HYPERPARAMETERS: dict[str, Any] = dict(
     alpha=0.9,
     delta=0.5,
     handle_timeout_termination=False,
+    retrace_lambda=0.7,
     verbose=0,
     seed=3,
 )
@@ -324,6 +325,17 @@ def test_file_without_handle_timeout_termination_loads_with_the_default(
     assert data["hyperparameters"].pop("handle_timeout_termination") is False
     write_data(path, tmp_path / "older.zip", data)
     assert ACER.load(tmp_path / "older.zip").handle_timeout_termination is True
+
+
+def test_file_without_retrace_lambda_loads_with_the_default(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    # Files written before Retrace(lambda) existed used lambda = 1 (ACER's traces).
+    _, path = trained
+    data = read_data(path)
+    assert data["hyperparameters"].pop("retrace_lambda") == 0.7
+    write_data(path, tmp_path / "older.zip", data)
+    assert ACER.load(tmp_path / "older.zip").retrace_lambda == 1.0
 
 
 def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
