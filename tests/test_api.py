@@ -386,6 +386,21 @@ def test_retrace_targets_bootstrap_on_truncation_and_cut_on_termination() -> Non
     assert q_ret[2, 0].item() == pytest.approx(1.0 + gamma * 13.0)
 
 
+def _flat_q_targets(
+    terminated: np.ndarray, truncated: np.ndarray, gamma: float, lam: float = 1.0
+) -> np.ndarray:
+    """Loop oracle of the Retrace targets of ``_truncation_segment`` (rewards 1) for a critic with
+    Q = V = 10 everywhere and on-policy traces lam * min(1, rho) = lam."""
+    q_ret = np.zeros(terminated.shape)
+    for env in range(terminated.shape[1]):
+        carry = 10.0
+        for t in reversed(range(terminated.shape[0])):
+            following = 10.0 if truncated[t, env] else carry
+            q_ret[t, env] = 1.0 + gamma * (1.0 - terminated[t, env]) * following
+            carry = lam * (q_ret[t, env] - 10.0) + 10.0
+    return q_ret
+
+
 def test_update_uses_truncation_bootstrap() -> None:
     segment, model = _truncation_segment()
     # Q(x, a) = 10 everywhere, so V = 10, and on-policy rho_bar = 1 (to 1e-5): Q_ret is a plain return.
@@ -408,26 +423,16 @@ def test_update_uses_truncation_bootstrap() -> None:
         gamma=gamma, q_coef=0.5, ent_coef=0.01, correction_term=10.0, trust_region=True, delta=1.0
     )
 
-    def expected_loss_q(terminated: np.ndarray, truncated: np.ndarray) -> float:
-        q_ret = np.zeros((7, 2))
-        for env in range(2):
-            carry = 10.0
-            for t in reversed(range(7)):
-                following = 10.0 if truncated[t, env] else carry
-                q_ret[t, env] = 1.0 + gamma * (1.0 - terminated[t, env]) * following
-                carry = q_ret[t, env]
-        return float(0.5 * np.mean((q_ret - 10.0) ** 2))
-
     for seg in (segment, as_terminated):
         _, stats = compute_gradients(
             policy=model.policy, avg_policy=model.policy_avg, segment=seg, config=config
         )
-        assert stats.loss_q == pytest.approx(expected_loss_q(seg.terminated, seg.truncated), rel=1e-4)
+        expected = _flat_q_targets(seg.terminated, seg.truncated, gamma)
+        assert stats.loss_q == pytest.approx(float(0.5 * np.mean((expected - 10.0) ** 2)), rel=1e-4)
     # Cutting env 0's return at the time limit (SB2) would give it targets near 1 instead of near 10.
-    difference = expected_loss_q(as_terminated.terminated, as_terminated.truncated) - expected_loss_q(
-        segment.terminated, segment.truncated
-    )
-    assert difference > 5.0
+    cut = _flat_q_targets(as_terminated.terminated, as_terminated.truncated, gamma)
+    bootstrapped = _flat_q_targets(segment.terminated, segment.truncated, gamma)
+    assert 0.5 * np.mean((cut - 10.0) ** 2) - 0.5 * np.mean((bootstrapped - 10.0) ** 2) > 5.0
 
 
 @pytest.mark.parametrize("lam", [1.0, 0.5, 0.0])
@@ -448,13 +453,7 @@ def test_update_uses_retrace_lambda(lam: float) -> None:
         delta=1.0,
         retrace_lambda=lam,
     )
-    q_ret = np.zeros((7, 2))
-    for env in range(2):
-        carry = 10.0
-        for t in reversed(range(7)):
-            following = 10.0 if segment.truncated[t, env] else carry
-            q_ret[t, env] = 1.0 + gamma * (1.0 - segment.terminated[t, env]) * following
-            carry = lam * (q_ret[t, env] - 10.0) + 10.0
+    q_ret = _flat_q_targets(segment.terminated, segment.truncated, gamma, lam)
     _, stats = compute_gradients(
         policy=model.policy, avg_policy=model.policy_avg, segment=segment, config=config
     )
