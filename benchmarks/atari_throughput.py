@@ -257,11 +257,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "replay_memory": replay_memory(n_actions=4),
         "load_average_after": os.getloadavg(),
     }
+    if args.out:  # first, so that a closed stdout (``| head``) cannot lose the record
+        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(markdown(results))
     print()
     print(json.dumps(results, indent=2))
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     return results
 
 
