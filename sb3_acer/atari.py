@@ -173,8 +173,7 @@ class AtariVecEnv(VecEnv):
         self._start_time = time.time()
         self._needs_reset = True
         self._monitor: ResultsWriter | None = None
-        if monitor_dir is not None:
-            os.makedirs(monitor_dir, exist_ok=True)
+        if monitor_dir is not None:  # ResultsWriter creates the folder
             self._monitor = ResultsWriter(
                 os.path.join(monitor_dir, "ale_vector"),
                 header={"t_start": self._start_time, "env_id": game, "num_envs": num_envs},

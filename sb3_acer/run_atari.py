@@ -10,9 +10,9 @@ steps); SB2's script trained 10% more than it was asked to. The model is saved a
 and every --checkpoint-freq steps during training; Ctrl-C (SIGINT) stops training and saves the model
 trained so far. Every --eval-freq steps the policy plays --n-eval-episodes full games on separately
 seeded environments, whose true (unclipped) scores are printed, logged (eval/mean_reward) and saved in
-<logdir>/evaluations.npz. Training episode scores
-(rollout/ep_rew_mean) are full-game, unclipped scores too, and with --logdir they are written to
-<logdir>/monitor/*.monitor.csv, which `sb3-acer plot <logdir>/monitor` draws.
+<logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean) are full-game, unclipped scores
+too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv, which
+`sb3-acer plot <logdir>/monitor` draws.
 """
 
 from __future__ import annotations

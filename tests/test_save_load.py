@@ -316,26 +316,25 @@ def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_pat
         ACER.load(tmp_path / "future.zip")
 
 
-def test_file_without_handle_timeout_termination_loads_with_the_default(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+@pytest.mark.parametrize(
+    ("name", "saved", "default"),
+    [
+        # Files written before the switch existed bootstrap on time limits, as those versions did.
+        ("handle_timeout_termination", False, True),
+        # Files written before Retrace(lambda) existed used lambda = 1 (ACER's traces).
+        ("retrace_lambda", 0.7, 1.0),
+    ],
+)
+def test_file_without_a_newer_hyperparameter_loads_with_the_default(
+    name: str, saved: Any, default: Any, trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    # Files written before the switch existed bootstrap on time limits, as those versions did.
     _, path = trained
     data = read_data(path)
-    assert data["hyperparameters"].pop("handle_timeout_termination") is False
+    value = data["hyperparameters"].pop(name)
+    assert (value, type(value)) == (saved, type(saved))
     write_data(path, tmp_path / "older.zip", data)
-    assert ACER.load(tmp_path / "older.zip").handle_timeout_termination is True
-
-
-def test_file_without_retrace_lambda_loads_with_the_default(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
-) -> None:
-    # Files written before Retrace(lambda) existed used lambda = 1 (ACER's traces).
-    _, path = trained
-    data = read_data(path)
-    assert data["hyperparameters"].pop("retrace_lambda") == 0.7
-    write_data(path, tmp_path / "older.zip", data)
-    assert ACER.load(tmp_path / "older.zip").retrace_lambda == 1.0
+    loaded = getattr(ACER.load(tmp_path / "older.zip"), name)
+    assert (loaded, type(loaded)) == (default, type(default))
 
 
 def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
