@@ -40,11 +40,10 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.utils import check_for_correct_spaces, safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize, VecTransposeImage
-from torch import nn
 
 import sb3_acer
 from sb3_acer.acer import ACER
-from sb3_acer.presets import Preset, available_presets, load_preset
+from sb3_acer.presets import Preset, available_presets, load_preset, resolve_activation
 from sb3_acer.serialization import ModelFileError
 
 __all__ = ["CLIError", "main"]
@@ -140,16 +139,10 @@ def _check_hyperparameter_keys(hyperparams: dict[str, Any]) -> None:
 
 
 def _resolve_activation(policy_kwargs: Any) -> Any:
-    """Turn ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) in ``policy_kwargs`` into the ``torch.nn`` class."""
-    if not isinstance(policy_kwargs, dict) or not isinstance(policy_kwargs.get("activation_fn"), str):
-        return policy_kwargs
-    name = policy_kwargs["activation_fn"].removeprefix("torch.").removeprefix("nn.")
-    activation = getattr(nn, name, None)
-    if not (isinstance(activation, type) and issubclass(activation, nn.Module)):
-        raise UsageError(
-            f"policy_kwargs: activation_fn {policy_kwargs['activation_fn']!r} is not a torch.nn class"
-        )
-    return {**policy_kwargs, "activation_fn": activation}
+    try:
+        return resolve_activation(policy_kwargs)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------------- environments

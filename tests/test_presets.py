@@ -9,9 +9,10 @@ import shlex
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from torch import nn
 
 from sb3_acer import ACER
-from sb3_acer.presets import available_presets, load_preset
+from sb3_acer.presets import available_presets, load_preset, resolve_activation
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -23,7 +24,10 @@ def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
     env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0)
     if preset.normalize:
         env = VecNormalize(env, gamma=float(preset.hyperparameters.get("gamma", 0.99)))
-    model = ACER(preset.policy, env, seed=0, **preset.hyperparameters)
+    hyperparameters = dict(preset.hyperparameters)
+    if "policy_kwargs" in hyperparameters:
+        hyperparameters["policy_kwargs"] = resolve_activation(hyperparameters["policy_kwargs"])
+    model = ACER(preset.policy, env, seed=0, **hyperparameters)
     model.learn(2 * model.n_steps)
     assert model.num_timesteps == 2 * model.n_steps
 
@@ -73,6 +77,18 @@ def test_presets_benchmark_script_runs_and_records(
             assert r[f"eval_{mode}_timeout_frac"] in (0.0, 0.5, 1.0)
             assert (r[f"eval_{mode}_timeout_frac"] == 1.0) == (r[f"eval_{mode}_mean"] == 500.0)
     assert "| CartPole-v1 | 2 | 160 |" in capsys.readouterr().out
+
+
+def test_activation_names_resolve_to_torch_classes() -> None:
+    kwargs = {"activation_fn": "nn.ReLU", "net_arch": [8]}
+    assert resolve_activation(kwargs) == {"activation_fn": nn.ReLU, "net_arch": [8]}
+    assert resolve_activation({"activation_fn": "torch.nn.ELU"})["activation_fn"] is nn.ELU
+    assert kwargs["activation_fn"] == "nn.ReLU"  # the preset's own dict is left alone
+    assert resolve_activation({"activation_fn": nn.Tanh}) == {"activation_fn": nn.Tanh}
+    with pytest.raises(ValueError, match=r"activation_fn 'Linear2' is not a torch\.nn class"):
+        resolve_activation({"activation_fn": "Linear2"})
+    with pytest.raises(ValueError, match=r"activation_fn 'functional' is not a torch\.nn class"):
+        resolve_activation({"activation_fn": "functional"})
 
 
 def test_presets_benchmark_overrides_parse_values() -> None:

@@ -11,8 +11,9 @@ from importlib import resources
 from typing import Any
 
 import yaml
+from torch import nn
 
-__all__ = ["Preset", "available_presets", "load_preset"]
+__all__ = ["Preset", "available_presets", "load_preset", "resolve_activation"]
 
 RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize")
 
@@ -60,3 +61,21 @@ def load_preset(env_id: str) -> Preset:
         normalize=bool(entry.pop("normalize", False)),
         hyperparameters=entry,
     )
+
+
+def resolve_activation(policy_kwargs: Any) -> Any:
+    """Turn ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) in ``policy_kwargs`` into the ``torch.nn`` class, as a
+    YAML preset or a command line can only name it.
+
+    Raises:
+        ValueError: the name is not a ``torch.nn`` module class.
+    """
+    if not isinstance(policy_kwargs, dict) or not isinstance(policy_kwargs.get("activation_fn"), str):
+        return policy_kwargs
+    name = policy_kwargs["activation_fn"].removeprefix("torch.").removeprefix("nn.")
+    activation = getattr(nn, name, None)
+    if not (isinstance(activation, type) and issubclass(activation, nn.Module)):
+        raise ValueError(
+            f"policy_kwargs: activation_fn {policy_kwargs['activation_fn']!r} is not a torch.nn class"
+        )
+    return {**policy_kwargs, "activation_fn": activation}
