@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import load_preset, resolve_activation
+from sb3_acer.presets import load_preset, resolve_policy_kwargs
 
 # The SB2 rl-baselines-zoo benchmark table (stochastic actions, ~150k evaluation steps of one trained agent).
 SB2_ZOO = {
@@ -113,7 +113,7 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     policy = str(settings.pop("policy"))
     normalize = bool(settings.pop("normalize"))
     if "policy_kwargs" in settings:
-        settings["policy_kwargs"] = resolve_activation(settings["policy_kwargs"])
+        settings["policy_kwargs"] = resolve_policy_kwargs(settings["policy_kwargs"])
     env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
     if normalize:
         env = VecNormalize(env, gamma=float(settings.get("gamma", 0.99)))

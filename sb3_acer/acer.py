@@ -41,7 +41,7 @@ from sb3_acer.checkpoint import (
     write_buffer_entries,
 )
 from sb3_acer.frame_buffer import ReplayBuffer, make_replay_buffer
-from sb3_acer.optim import FastRMSpropTFLike, clip_grad_norm
+from sb3_acer.optim import FastRMSpropTFLike, apply_gradients, clip_grad_norm, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
     CnnLnLstmPolicy,
@@ -75,6 +75,9 @@ __all__ = ["ACER", "UnsupportedSpaceError"]
 SelfACER = TypeVar("SelfACER", bound="ACER")
 
 #: Constructor arguments saved in the model file, in the documented order.
+#: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
+OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
+
 HYPERPARAMETERS = (
     "gamma",
     "n_steps",
@@ -208,8 +211,8 @@ class ACER(BaseAlgorithm):
             remaining, from 1 to 0), in which case ``lr_schedule`` is not applied.
         lr_schedule: ``'linear'``, ``'constant'``, ``'double_linear_con'``, ``'middle_drop'`` or
             ``'double_middle_drop'``; progress is counted in env steps and clamped to [0, 1].
-        rprop_alpha: RMSProp decay.
-        rprop_epsilon: RMSProp epsilon (inside the square root, TensorFlow style).
+        rprop_alpha: RMSProp decay (of the default optimizer).
+        rprop_epsilon: RMSProp epsilon (inside the square root, TensorFlow style; of the default optimizer).
         buffer_size: replay capacity in steps per environment (``buffer_size // n_steps`` segments).
         replay_ratio: mean of the Poisson number of replay updates per on-policy update; 0 disables replay.
         replay_start: steps per environment that must be stored before replay starts.
@@ -229,7 +232,10 @@ class ACER(BaseAlgorithm):
         verbose: 0 silent, 1 training information, 2 debug.
         tensorboard_log: TensorBoard log folder (``None``: no TensorBoard).
         _init_setup_model: build the networks now (``False`` is used by ``load``).
-        policy_kwargs: keyword arguments of the policy (``net_arch``, ``activation_fn``, ...).
+        policy_kwargs: keyword arguments of the policy (``net_arch``, ``activation_fn``, ...), and, as in
+            SB3, ``optimizer_class`` (a ``torch.optim.Optimizer`` subclass, e.g. ``torch.optim.Adam``,
+            instead of SB2's RMSProp, for which ``rprop_alpha`` and ``rprop_epsilon`` then do not apply) with
+            its ``optimizer_kwargs`` (everything but ``lr``, which follows ``learning_rate``).
         seed: seed of Python, NumPy, torch, the environments and the replay sampling.
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
@@ -290,6 +296,7 @@ class ACER(BaseAlgorithm):
         if policy_kwargs is not None:
             policy_class = self.policy_aliases[policy] if isinstance(policy, str) else policy
             _check_policy_kwargs(policy_class, policy_kwargs)
+            _check_optimizer_kwargs(policy_kwargs)
         if env is not None:
             # Refuse unsupported spaces before BaseAlgorithm wraps the env: its own checks are asserts
             # (e.g. on unbounded Box actions) or name another algorithm's policies (Dict observations).
@@ -382,20 +389,31 @@ class ACER(BaseAlgorithm):
 
     def _setup_model(self) -> None:
         self.set_random_seed(self.seed)
+        network_kwargs = {
+            key: value for key, value in self.policy_kwargs.items() if key not in OPTIMIZER_KEYS
+        }
         self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, **self.policy_kwargs
+            self.observation_space, self.action_space, **network_kwargs
         )
         self.policy = self.policy.to(self.device)
         # .to() again re-packs an nn.LSTM's weights after the copy (cuDNN wants them in one block).
         self.policy_avg = copy.deepcopy(self.policy).to(self.device)
         self.policy_avg.requires_grad_(False)
         self.policy_avg.set_training_mode(False)
-        self.optimizer = FastRMSpropTFLike(
-            self.policy.parameters(),
-            lr=self.current_learning_rate(),
-            alpha=self.rprop_alpha,
-            eps=self.rprop_epsilon,
-        )
+        optimizer_class = self.policy_kwargs.get("optimizer_class")
+        if optimizer_class is None:
+            self.optimizer = FastRMSpropTFLike(
+                self.policy.parameters(),
+                lr=self.current_learning_rate(),
+                alpha=self.rprop_alpha,
+                eps=self.rprop_epsilon,
+            )
+        else:
+            self.optimizer = optimizer_class(
+                self.policy.parameters(),
+                lr=self.current_learning_rate(),
+                **self.policy_kwargs.get("optimizer_kwargs", {}),
+            )
         self._make_replay_buffer()
 
     def _make_replay_buffer(self) -> None:
@@ -604,7 +622,7 @@ class ACER(BaseAlgorithm):
     def _gradient_step(self, segment: Segment, on_policy: bool) -> UpdateStats | None:
         if not self.policy.training:
             self.policy.set_training_mode(True)
-        self.optimizer.zero_gradients()
+        zero_gradients(self.optimizer)
         loss, stats = compute_gradients(
             policy=self.policy,
             avg_policy=self.policy_avg,
@@ -618,9 +636,9 @@ class ACER(BaseAlgorithm):
         if not (th.isfinite(loss) and np.isfinite(norm_grads)):
             # Never write non-finite values into the weights: skip this update and count it.
             self.n_skipped_updates += 1
-            self.optimizer.zero_gradients()
+            zero_gradients(self.optimizer)
             return None
-        self.optimizer.apply_gradients()
+        apply_gradients(self.optimizer)
         # theta_avg <- alpha * theta_avg + (1 - alpha) * theta, in place (SB3's polyak_update, batched).
         with th.no_grad():
             th._foreach_lerp_(avg_parameters, parameters, 1.0 - self.alpha)  # type: ignore[arg-type]
@@ -1110,7 +1128,45 @@ def _check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> N
     parameters = inspect.signature(policy_class.__init__).parameters  # type: ignore[misc]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return
-    accepted = set(parameters) - {"self", "observation_space", "action_space"}
+    accepted = set(parameters) - {"self", "observation_space", "action_space"} | set(OPTIMIZER_KEYS)
     unknown = set(policy_kwargs) - accepted
     if unknown:
         raise ValueError(f"Unknown keywords for policy: {sorted(unknown)}; accepted: {sorted(accepted)}")
+
+
+def _check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
+    optimizer_class = policy_kwargs.get("optimizer_class")
+    optimizer_kwargs = policy_kwargs.get("optimizer_kwargs")
+    if optimizer_class is None:
+        if optimizer_kwargs:
+            raise ValueError(
+                "policy_kwargs: optimizer_kwargs needs an optimizer_class; the default RMSProp takes "
+                "rprop_alpha and rprop_epsilon"
+            )
+        return
+    if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, th.optim.Optimizer)):
+        raise ValueError(
+            "policy_kwargs: optimizer_class must be a torch.optim.Optimizer subclass, "
+            f"got {optimizer_class!r}"
+        )
+    if optimizer_kwargs is None:
+        return
+    if not isinstance(optimizer_kwargs, dict):
+        raise ValueError(
+            f"policy_kwargs: optimizer_kwargs must be a dict, got {type(optimizer_kwargs).__name__}"
+        )
+    if "lr" in optimizer_kwargs:
+        raise ValueError(
+            "policy_kwargs: optimizer_kwargs must not set 'lr'; the step size is learning_rate "
+            "(with lr_schedule)"
+        )
+    parameters = inspect.signature(optimizer_class.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    accepted = set(parameters) - {"self", "params", "lr"}
+    unknown = set(optimizer_kwargs) - accepted
+    if unknown:
+        raise ValueError(
+            f"policy_kwargs: unknown optimizer_kwargs {sorted(unknown)} for {optimizer_class.__name__}; "
+            f"accepted: {sorted(accepted)}"
+        )

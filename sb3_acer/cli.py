@@ -43,7 +43,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize
 
 import sb3_acer
 from sb3_acer.acer import ACER
-from sb3_acer.presets import Preset, available_presets, load_preset, resolve_activation
+from sb3_acer.presets import Preset, available_presets, load_preset, resolve_policy_kwargs
 from sb3_acer.serialization import ModelFileError
 
 __all__ = ["CLIError", "main"]
@@ -138,9 +138,9 @@ def _check_hyperparameter_keys(hyperparams: dict[str, Any]) -> None:
             )
 
 
-def _resolve_activation(policy_kwargs: Any) -> Any:
+def _resolve_policy_kwargs(policy_kwargs: Any) -> Any:
     try:
-        return resolve_activation(policy_kwargs)
+        return resolve_policy_kwargs(policy_kwargs)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -335,7 +335,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         raise UsageError(f"--hyperparams normalize must be True or False, got {normalize!r}")
     hyperparameters.update(overrides)
     if "policy_kwargs" in hyperparameters:
-        hyperparameters["policy_kwargs"] = _resolve_activation(hyperparameters["policy_kwargs"])
+        hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
     if args.n_envs is not None:
         n_envs = args.n_envs
     if args.timesteps is not None:
@@ -775,7 +775,8 @@ Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TI
 {ATARI_TIMESTEPS} steps, as SB2's run_atari).
 --hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}) or bare
 words (linear); 'normalize' (VecNormalize) is accepted besides ACER's constructor arguments, and
-'activation_fn' inside policy_kwargs may name a torch.nn class ('ReLU')."""
+inside policy_kwargs 'activation_fn' may name a torch.nn class ('ReLU') and 'optimizer_class' a
+torch.optim class ('Adam')."""
 
 ENJOY_EXAMPLES = f"""\
 examples:

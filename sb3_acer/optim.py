@@ -14,7 +14,7 @@ import torch
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from torch.optim import optimizer as torch_optimizer
 
-__all__ = ["FastRMSpropTFLike", "clip_grad_norm"]
+__all__ = ["FastRMSpropTFLike", "apply_gradients", "clip_grad_norm", "zero_gradients"]
 
 
 def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
@@ -32,6 +32,22 @@ def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float) -> tor
         total_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
         torch._foreach_mul_(grads, torch.clamp(max_norm / (total_norm + 1e-6), max=1.0))
     return total_norm
+
+
+def zero_gradients(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.zero_grad(set_to_none=True)``, through the cheaper path for ``FastRMSpropTFLike``."""
+    if isinstance(optimizer, FastRMSpropTFLike):
+        optimizer.zero_gradients()
+    else:
+        optimizer.zero_grad(set_to_none=True)
+
+
+def apply_gradients(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.step()``, through the cheaper path for ``FastRMSpropTFLike``."""
+    if isinstance(optimizer, FastRMSpropTFLike):
+        optimizer.apply_gradients()
+    else:
+        optimizer.step()
 
 
 class FastRMSpropTFLike(RMSpropTFLike):

@@ -6,7 +6,7 @@ Layout of a model file (``format_version`` 1)::
                        keyword arguments, observation and action spaces, counters
     policy.pth         state dict of the policy          (torch.save; read with weights_only=True)
     policy_avg.pth     state dict of the average policy network
-    optimizer.pth      state dict of the RMSProp optimizer
+    optimizer.pth      state dict of the optimizer (RMSProp unless policy_kwargs name another)
 
 ``data.json`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global generators and of
 the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
@@ -14,8 +14,9 @@ the replay sampling generator (restored by ``ACER.load``). A checkpoint saved wi
 (``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.checkpoint`); readers that do not
 know them ignore them.
 
-Classes in ``policy_kwargs`` (activation functions, feature extractors) and custom policy classes are
-stored by import path and resolved on load only if they are ``torch.nn.Module`` subclasses. Loading never
+Classes in ``policy_kwargs`` (activation functions, feature extractors, the optimizer) and custom policy
+classes are stored by import path and resolved on load only if they are ``torch.nn.Module`` or
+``torch.optim.Optimizer`` subclasses. Loading never
 imports a module the file names unless it belongs to torch, Stable-Baselines3 or sb3-acer (importing runs
 the module's code): import your own module first, or pass the class in ``custom_objects``.
 """
@@ -146,9 +147,10 @@ def _resolve_class(path: str) -> type:
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as error:
         raise ModelFileError(f"model file names class {path!r}, which cannot be found: {error}") from error
-    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
+    if not (isinstance(obj, type) and issubclass(obj, nn.Module | th.optim.Optimizer)):
         raise ModelFileError(
-            f"model file names {path!r}, which is not a torch.nn.Module subclass; refusing it"
+            f"model file names {path!r}, which is neither a torch.nn.Module nor a torch.optim.Optimizer "
+            "subclass; refusing it"
         )
     return obj
 

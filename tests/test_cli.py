@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
-from torch import nn
+from torch import nn, optim
 
 from sb3_acer import ACER
 from sb3_acer.cli import learning_curves, main, parse_hyperparams
@@ -82,6 +82,14 @@ def test_unknown_env_id_is_one_line_and_exit_code_2(
         (
             "policy_kwargs={'activation_fn': 'relu'}",
             "policy_kwargs: activation_fn 'relu' is not a torch.nn class",
+        ),
+        (
+            "policy_kwargs={'optimizer_class': 'Adamm'}",
+            "policy_kwargs: optimizer_class 'Adamm' is not a torch.optim class",
+        ),
+        (
+            "policy_kwargs={'optimizer_class': 'Adam', 'optimizer_kwargs': {'lr': 1.0}}",
+            "invalid settings: policy_kwargs: optimizer_kwargs must not set 'lr'",
         ),
     ],
 )
@@ -226,16 +234,25 @@ def test_existing_run_needs_overwrite_and_stale_ranks_are_removed(
     ]
 
 
-def test_policy_kwargs_may_name_the_activation(
+def test_policy_kwargs_may_name_the_activation_and_the_optimizer(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
-    hyperparams = "policy_kwargs={'activation_fn': 'nn.ReLU', 'net_arch': [16]}"
+    hyperparams = "policy_kwargs={'activation_fn': 'nn.ReLU', 'net_arch': [16], 'optimizer_class': 'Adam'}"
     code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", hyperparams)
     assert code == 0, err
     model = ACER.load(tmp_path / "CartPole-v1_0" / "model.zip")
-    assert model.policy_kwargs == {"activation_fn": nn.ReLU, "net_arch": [16]}
+    assert model.policy_kwargs == {
+        "activation_fn": nn.ReLU,
+        "net_arch": [16],
+        "optimizer_class": optim.Adam,
+    }
+    assert type(model.optimizer) is optim.Adam
     info = json.loads((tmp_path / "CartPole-v1_0" / "model.json").read_text())
-    assert info["hyperparameters"]["policy_kwargs"] == {"activation_fn": "ReLU", "net_arch": [16]}
+    assert info["hyperparameters"]["policy_kwargs"] == {
+        "activation_fn": "ReLU",
+        "net_arch": [16],
+        "optimizer_class": "Adam",
+    }
 
 
 def test_normalize_saves_plain_statistics_that_enjoy_uses(

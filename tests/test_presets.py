@@ -9,10 +9,10 @@ import shlex
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
-from torch import nn
+from torch import nn, optim
 
 from sb3_acer import ACER
-from sb3_acer.presets import available_presets, load_preset, resolve_activation
+from sb3_acer.presets import available_presets, load_preset, resolve_policy_kwargs
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -26,7 +26,7 @@ def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
         env = VecNormalize(env, gamma=float(preset.hyperparameters.get("gamma", 0.99)))
     hyperparameters = dict(preset.hyperparameters)
     if "policy_kwargs" in hyperparameters:
-        hyperparameters["policy_kwargs"] = resolve_activation(hyperparameters["policy_kwargs"])
+        hyperparameters["policy_kwargs"] = resolve_policy_kwargs(hyperparameters["policy_kwargs"])
     model = ACER(preset.policy, env, seed=0, **hyperparameters)
     model.learn(2 * model.n_steps)
     assert model.num_timesteps == 2 * model.n_steps
@@ -79,16 +79,22 @@ def test_presets_benchmark_script_runs_and_records(
     assert "| CartPole-v1 | 2 | 160 |" in capsys.readouterr().out
 
 
-def test_activation_names_resolve_to_torch_classes() -> None:
+def test_class_names_in_policy_kwargs_resolve_to_torch_classes() -> None:
     kwargs = {"activation_fn": "nn.ReLU", "net_arch": [8]}
-    assert resolve_activation(kwargs) == {"activation_fn": nn.ReLU, "net_arch": [8]}
-    assert resolve_activation({"activation_fn": "torch.nn.ELU"})["activation_fn"] is nn.ELU
+    assert resolve_policy_kwargs(kwargs) == {"activation_fn": nn.ReLU, "net_arch": [8]}
+    assert resolve_policy_kwargs({"activation_fn": "torch.nn.ELU"})["activation_fn"] is nn.ELU
     assert kwargs["activation_fn"] == "nn.ReLU"  # the preset's own dict is left alone
-    assert resolve_activation({"activation_fn": nn.Tanh}) == {"activation_fn": nn.Tanh}
+    assert resolve_policy_kwargs({"activation_fn": nn.Tanh}) == {"activation_fn": nn.Tanh}
     with pytest.raises(ValueError, match=r"activation_fn 'Linear2' is not a torch\.nn class"):
-        resolve_activation({"activation_fn": "Linear2"})
+        resolve_policy_kwargs({"activation_fn": "Linear2"})
     with pytest.raises(ValueError, match=r"activation_fn 'functional' is not a torch\.nn class"):
-        resolve_activation({"activation_fn": "functional"})
+        resolve_policy_kwargs({"activation_fn": "functional"})
+    assert resolve_policy_kwargs({"optimizer_class": "optim.Adam"}) == {"optimizer_class": optim.Adam}
+    assert resolve_policy_kwargs({"optimizer_class": "torch.optim.SGD"}) == {"optimizer_class": optim.SGD}
+    with pytest.raises(ValueError, match=r"optimizer_class 'ReLU' is not a torch\.optim class"):
+        resolve_policy_kwargs({"optimizer_class": "ReLU"})
+    with pytest.raises(ValueError, match=r"optimizer_class 'Optimizer2' is not a torch\.optim class"):
+        resolve_policy_kwargs({"optimizer_class": "Optimizer2"})
 
 
 def test_presets_benchmark_overrides_parse_values() -> None:

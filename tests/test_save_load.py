@@ -419,7 +419,9 @@ def test_model_file_refuses_classes_that_are_not_modules(
 ) -> None:
     _, path = trained
     edit_data(path, tmp_path / "os.zip", policy_kwargs={"activation_fn": {"__class__": "os:system"}})
-    with pytest.raises(ModelFileError, match=r"not a torch\.nn\.Module subclass"):
+    with pytest.raises(
+        ModelFileError, match=r"neither a torch\.nn\.Module nor a torch\.optim\.Optimizer subclass"
+    ):
         ACER.load(tmp_path / "os.zip")
 
 

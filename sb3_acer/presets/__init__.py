@@ -11,9 +11,9 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from torch import nn
+from torch import nn, optim
 
-__all__ = ["Preset", "available_presets", "load_preset", "resolve_activation"]
+__all__ = ["Preset", "available_presets", "load_preset", "resolve_policy_kwargs"]
 
 RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize")
 
@@ -63,19 +63,24 @@ def load_preset(env_id: str) -> Preset:
     )
 
 
-def resolve_activation(policy_kwargs: Any) -> Any:
-    """Turn ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) in ``policy_kwargs`` into the ``torch.nn`` class, as a
-    YAML preset or a command line can only name it.
+def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
+    """Turn class names in ``policy_kwargs``, as a YAML preset or a command line can only give them, into
+    the classes: ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) into a ``torch.nn`` class and
+    ``optimizer_class="Adam"`` (or ``"optim.Adam"``) into a ``torch.optim`` class.
 
     Raises:
-        ValueError: the name is not a ``torch.nn`` module class.
+        ValueError: a name that is not such a class.
     """
-    if not isinstance(policy_kwargs, dict) or not isinstance(policy_kwargs.get("activation_fn"), str):
+    if not isinstance(policy_kwargs, dict):
         return policy_kwargs
-    name = policy_kwargs["activation_fn"].removeprefix("torch.").removeprefix("nn.")
-    activation = getattr(nn, name, None)
-    if not (isinstance(activation, type) and issubclass(activation, nn.Module)):
-        raise ValueError(
-            f"policy_kwargs: activation_fn {policy_kwargs['activation_fn']!r} is not a torch.nn class"
-        )
-    return {**policy_kwargs, "activation_fn": activation}
+    resolved = dict(policy_kwargs)
+    for key, module, base in (("activation_fn", nn, nn.Module), ("optimizer_class", optim, optim.Optimizer)):
+        name = resolved.get(key)
+        if not isinstance(name, str):
+            continue
+        short = name.removeprefix("torch.").removeprefix(f"{module.__name__.rpartition('.')[2]}.")
+        value = getattr(module, short, None)
+        if not (isinstance(value, type) and issubclass(value, base)):
+            raise ValueError(f"policy_kwargs: {key} {name!r} is not a {module.__name__} class")
+        resolved[key] = value
+    return resolved

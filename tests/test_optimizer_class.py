@@ -1,0 +1,95 @@
+"""``policy_kwargs`` may name another optimizer than SB2's RMSProp, as in SB3; it is saved and restored."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import zipfile
+from typing import Any
+
+import gymnasium as gym
+import pytest
+import torch as th
+from torch import nn
+
+from sb3_acer import ACER
+from sb3_acer.optim import FastRMSpropTFLike
+
+SMALL: dict[str, Any] = dict(n_steps=5, buffer_size=50, replay_start=10, seed=0, num_procs=1)
+ADAM = {"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"betas": (0.8, 0.99), "eps": 1e-6}}
+
+
+def _first_step_sizes(model: ACER) -> th.Tensor:
+    """Absolute change of every weight over the first (on-policy) update, relative to the learning rate."""
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(model.n_steps * model.n_envs)
+    assert model._n_updates == 1
+    after = [p.detach() for p in model.policy.parameters()]
+    return th.cat([(a - b).abs().flatten() for a, b in zip(after, before, strict=True)]) / 1e-3
+
+
+def test_adam_takes_the_steps_adam_takes() -> None:
+    kwargs: dict[str, Any] = dict(SMALL, learning_rate=1e-3, lr_schedule="constant", replay_ratio=0)
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=ADAM, **kwargs)
+    assert type(model.optimizer) is th.optim.Adam
+    group = model.optimizer.param_groups[0]
+    assert group["betas"] == (0.8, 0.99) and group["eps"] == 1e-6
+    # Adam's first step is lr * g / (|g| + eps): about lr for every weight with a gradient, never more.
+    steps = _first_step_sizes(model)
+    assert steps.max() <= 1.0 + 1e-5
+    assert steps.median() > 0.9
+    # SB2's RMSProp (square average starting at ones) takes steps of about lr * g instead: a control.
+    default = ACER("MlpPolicy", "CartPole-v1", **kwargs)
+    assert type(default.optimizer) is FastRMSpropTFLike
+    assert _first_step_sizes(default).median() < 0.5
+
+
+def test_the_learning_rate_schedule_drives_another_optimizer() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=ADAM, learning_rate=1e-3, **SMALL)
+    model.learn(100)
+    # The linear schedule reaches 0 at the run's last update (Adam alone would keep its initial 1e-3).
+    assert model.optimizer.param_groups[0]["lr"] == 0.0
+    assert model.logger.name_to_value["train/learning_rate"] == 0.0
+
+
+def test_optimizer_class_and_state_round_trip(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=ADAM, **SMALL)
+    model.learn(100)
+    model.save(tmp_path / "adam")
+    with zipfile.ZipFile(tmp_path / "adam.zip") as archive:
+        saved = json.loads(archive.read("data.json"))["policy_kwargs"]
+    assert saved == {
+        "optimizer_class": {"__class__": "torch.optim.adam:Adam"},
+        "optimizer_kwargs": {"betas": [0.8, 0.99], "eps": 1e-6},
+    }
+    loaded = ACER.load(tmp_path / "adam.zip", env=gym.make("CartPole-v1"))
+    assert type(loaded.optimizer) is th.optim.Adam
+    original, restored = model.optimizer.state_dict(), loaded.optimizer.state_dict()
+    assert original["state"].keys() == restored["state"].keys() and original["state"]
+    for index, state in original["state"].items():
+        assert state.keys() == {"step", "exp_avg", "exp_avg_sq"}
+        for key, value in state.items():
+            assert th.equal(restored["state"][index][key], value), (index, key)
+    loaded.learn(20, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 120
+
+
+@pytest.mark.parametrize(
+    ("policy_kwargs", "message"),
+    [
+        ({"optimizer_class": nn.ReLU}, "optimizer_class must be a torch.optim.Optimizer subclass"),
+        ({"optimizer_class": "Adam"}, "optimizer_class must be a torch.optim.Optimizer subclass"),
+        ({"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"lr": 1.0}}, "must not set 'lr'"),
+        (
+            {"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"betaz": (0.9, 0.9)}},
+            r"unknown optimizer_kwargs \['betaz'\] for Adam",
+        ),
+        ({"optimizer_class": th.optim.Adam, "optimizer_kwargs": [0.9]}, "optimizer_kwargs must be a dict"),
+        ({"optimizer_kwargs": {"eps": 1e-3}}, "optimizer_kwargs needs an optimizer_class"),
+    ],
+)
+def test_bad_optimizer_settings_raise_before_anything_is_built(
+    policy_kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        ACER("MlpPolicy", "CartPole-v1", policy_kwargs=policy_kwargs)
