@@ -74,10 +74,10 @@ __all__ = ["ACER", "UnsupportedSpaceError"]
 
 SelfACER = TypeVar("SelfACER", bound="ACER")
 
-#: Constructor arguments saved in the model file, in the documented order.
 #: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
 OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
 
+#: Constructor arguments saved in the model file, in the documented order.
 HYPERPARAMETERS = (
     "gamma",
     "n_steps",
@@ -412,7 +412,7 @@ class ACER(BaseAlgorithm):
             self.optimizer = optimizer_class(
                 self.policy.parameters(),
                 lr=self.current_learning_rate(),
-                **self.policy_kwargs.get("optimizer_kwargs", {}),
+                **(self.policy_kwargs.get("optimizer_kwargs") or {}),
             )
         self._make_replay_buffer()
 

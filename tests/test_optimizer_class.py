@@ -74,6 +74,13 @@ def test_optimizer_class_and_state_round_trip(tmp_path: pathlib.Path) -> None:
     assert loaded.num_timesteps == 120
 
 
+def test_optimizer_kwargs_may_be_none() -> None:
+    model = ACER(
+        "MlpPolicy", "CartPole-v1", policy_kwargs={"optimizer_class": th.optim.SGD, "optimizer_kwargs": None}
+    )
+    assert type(model.optimizer) is th.optim.SGD
+
+
 @pytest.mark.parametrize(
     ("policy_kwargs", "message"),
     [
