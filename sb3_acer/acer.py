@@ -1122,15 +1122,23 @@ class ACER(BaseAlgorithm):
         return model
 
 
+def _keyword_check(cls: type, given: dict[str, Any], positional: set[str]) -> tuple[set[str], set[str]]:
+    """The keywords of ``given`` that ``cls.__init__`` does not take, and those it takes (less
+    ``positional``); no unknown ones if it takes ``**kwargs``."""
+    parameters = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    accepted = set(parameters) - {"self"} - positional
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(), accepted
+    return set(given) - accepted, accepted
+
+
 def _check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> None:
     if not isinstance(policy_kwargs, dict):
         raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
-    parameters = inspect.signature(policy_class.__init__).parameters  # type: ignore[misc]
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return
-    accepted = set(parameters) - {"self", "observation_space", "action_space"} | set(OPTIMIZER_KEYS)
-    unknown = set(policy_kwargs) - accepted
+    network_kwargs = {key: value for key, value in policy_kwargs.items() if key not in OPTIMIZER_KEYS}
+    unknown, accepted = _keyword_check(policy_class, network_kwargs, {"observation_space", "action_space"})
     if unknown:
+        accepted |= set(OPTIMIZER_KEYS)
         raise ValueError(f"Unknown keywords for policy: {sorted(unknown)}; accepted: {sorted(accepted)}")
 
 
@@ -1160,11 +1168,7 @@ def _check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
             "policy_kwargs: optimizer_kwargs must not set 'lr'; the step size is learning_rate "
             "(with lr_schedule)"
         )
-    parameters = inspect.signature(optimizer_class.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return
-    accepted = set(parameters) - {"self", "params", "lr"}
-    unknown = set(optimizer_kwargs) - accepted
+    unknown, accepted = _keyword_check(optimizer_class, optimizer_kwargs, {"params", "lr"})
     if unknown:
         raise ValueError(
             f"policy_kwargs: unknown optimizer_kwargs {sorted(unknown)} for {optimizer_class.__name__}; "

@@ -24,10 +24,7 @@ def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
     env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0)
     if preset.normalize:
         env = VecNormalize(env, gamma=float(preset.hyperparameters.get("gamma", 0.99)))
-    hyperparameters = dict(preset.hyperparameters)
-    if "policy_kwargs" in hyperparameters:
-        hyperparameters["policy_kwargs"] = resolve_policy_kwargs(hyperparameters["policy_kwargs"])
-    model = ACER(preset.policy, env, seed=0, **hyperparameters)
+    model = ACER(preset.policy, env, seed=0, **preset.hyperparameters)
     model.learn(2 * model.n_steps)
     assert model.num_timesteps == 2 * model.n_steps
 

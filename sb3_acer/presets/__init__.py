@@ -44,7 +44,7 @@ def available_presets() -> list[str]:
 
 
 def load_preset(env_id: str) -> Preset:
-    """The preset for ``env_id``.
+    """The preset for ``env_id``, its ``policy_kwargs`` class names resolved (:func:`resolve_policy_kwargs`).
 
     Raises:
         KeyError: no preset exists for ``env_id``.
@@ -53,6 +53,8 @@ def load_preset(env_id: str) -> Preset:
     if env_id not in data:
         raise KeyError(f"no ACER preset for {env_id!r}; presets exist for {', '.join(sorted(data))}")
     entry = dict(data[env_id])
+    if "policy_kwargs" in entry:
+        entry["policy_kwargs"] = resolve_policy_kwargs(entry["policy_kwargs"])
     return Preset(
         env_id=env_id,
         n_envs=int(entry.pop("n_envs", 1)),
