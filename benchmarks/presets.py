@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import load_preset, resolve_policy_kwargs
+from sb3_acer.presets import evaluation_normalize_kwargs, load_preset, normalize_kwargs, resolve_policy_kwargs
 
 # The SB2 rl-baselines-zoo benchmark table (stochastic actions, ~150k evaluation steps of one trained agent).
 SB2_ZOO = {
@@ -104,19 +104,19 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
         "n_envs": preset.n_envs,
         "n_timesteps": preset.n_timesteps,
         "policy": preset.policy,
-        "normalize": preset.normalize,
+        "normalize": preset.normalize_kwargs if preset.normalize else False,
         **preset.hyperparameters,
         **overrides,
     }
     n_envs = int(settings.pop("n_envs"))
     n_timesteps = int(float(settings.pop("n_timesteps")))
     policy = str(settings.pop("policy"))
-    normalize = bool(settings.pop("normalize"))
+    vec_normalize_kwargs = normalize_kwargs(settings.pop("normalize"))
     if "policy_kwargs" in settings:
         settings["policy_kwargs"] = resolve_policy_kwargs(settings["policy_kwargs"])
     env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
-    if normalize:
-        env = VecNormalize(env, gamma=float(settings.get("gamma", 0.99)))
+    if vec_normalize_kwargs is not None:
+        env = VecNormalize(env, gamma=float(settings.get("gamma", 0.99)), **vec_normalize_kwargs)
     model = ACER(policy, env, seed=seed, **settings)
     tracker = ThresholdTracker(THRESHOLDS.get(env_id, float("inf")), window=100)
     start = time.perf_counter()
@@ -128,8 +128,11 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     for deterministic in (False, True):
         eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
         if isinstance(env, VecNormalize):
-            eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-            eval_env.obs_rms = env.obs_rms
+            eval_env = VecNormalize(
+                eval_env, training=False, **evaluation_normalize_kwargs(vec_normalize_kwargs or {})
+            )
+            if env.norm_obs:
+                eval_env.obs_rms = env.obs_rms
         returns, lengths = evaluate_policy(
             model,
             eval_env,

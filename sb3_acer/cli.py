@@ -43,7 +43,14 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize
 
 import sb3_acer
 from sb3_acer.acer import ACER
-from sb3_acer.presets import Preset, available_presets, load_preset, resolve_policy_kwargs
+from sb3_acer.presets import (
+    Preset,
+    available_presets,
+    evaluation_normalize_kwargs,
+    load_preset,
+    normalize_kwargs,
+    resolve_policy_kwargs,
+)
 from sb3_acer.serialization import ModelFileError
 
 __all__ = ["CLIError", "main"]
@@ -226,15 +233,20 @@ def make_env(
 
 
 def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
-    """Write ``VecNormalize``'s statistics and settings as plain arrays (``np.savez``, no pickle)."""
-    obs_rms, ret_rms = env.obs_rms, env.ret_rms
-    if not isinstance(obs_rms, RunningMeanStd):
-        raise CLIError("normalisation statistics of dict observations cannot be saved")
+    """Write ``VecNormalize``'s statistics and settings as plain arrays (``np.savez``, no pickle); without
+    ``norm_obs`` there are no observation statistics."""
+    ret_rms = env.ret_rms
+    observation_statistics: dict[str, Any] = {}
+    if env.norm_obs:
+        obs_rms = env.obs_rms
+        if not isinstance(obs_rms, RunningMeanStd):
+            raise CLIError("normalisation statistics of dict observations cannot be saved")
+        observation_statistics = dict(
+            obs_mean=obs_rms.mean, obs_var=obs_rms.var, obs_count=np.float64(obs_rms.count)
+        )
     np.savez(
         path,
-        obs_mean=obs_rms.mean,
-        obs_var=obs_rms.var,
-        obs_count=np.float64(obs_rms.count),
+        **observation_statistics,
         ret_mean=ret_rms.mean,
         ret_var=ret_rms.var,
         ret_count=np.float64(ret_rms.count),
@@ -260,9 +272,11 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
             gamma=float(data["gamma"]),
             epsilon=float(data["epsilon"]),
         )
-        obs_rms = RunningMeanStd(shape=data["obs_mean"].shape)
-        obs_rms.mean, obs_rms.var, obs_rms.count = data["obs_mean"], data["obs_var"], float(data["obs_count"])
-        env.obs_rms = obs_rms  # type: ignore[assignment]  # a dict only for Dict observations
+        if env.norm_obs:
+            obs_rms = RunningMeanStd(shape=data["obs_mean"].shape)
+            obs_rms.mean, obs_rms.var = data["obs_mean"], data["obs_var"]
+            obs_rms.count = float(data["obs_count"])
+            env.obs_rms = obs_rms  # type: ignore[assignment]  # a dict only for Dict observations
         env.ret_rms.mean, env.ret_rms.var = data["ret_mean"], data["ret_var"]
         env.ret_rms.count = float(data["ret_count"])
     return env
@@ -289,6 +303,8 @@ class TrainSettings(NamedTuple):
     timesteps: int
     policy: str
     normalize: bool
+    #: ``VecNormalize`` arguments when ``normalize`` is set (empty: its defaults).
+    normalize_kwargs: dict[str, Any]
     hyperparameters: dict[str, Any]
     seed: int
     source: str
@@ -304,9 +320,11 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         preset = load_preset(args.env_id)
     except KeyError:
         preset = None
+    vec_normalize_kwargs: dict[str, Any] = {}
     if preset is not None:
         n_envs, timesteps, policy = preset.n_envs, preset.n_timesteps, preset.policy
         normalize, hyperparameters = preset.normalize, dict(preset.hyperparameters)
+        vec_normalize_kwargs = dict(preset.normalize_kwargs)
         source = f"Using the tuned preset for {args.env_id} (sb3_acer/presets/acer.yml)."
     elif info.atari:
         n_envs, timesteps, policy, normalize, hyperparameters = (
@@ -330,9 +348,12 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
             {},
         )
         source = f"No preset for {args.env_id}: using ACER's defaults with {DEFAULT_N_ENVS} envs."
-    normalize = overrides.pop("normalize", normalize)
-    if not isinstance(normalize, bool):
-        raise UsageError(f"--hyperparams normalize must be True or False, got {normalize!r}")
+    if "normalize" in overrides:
+        try:
+            parsed = normalize_kwargs(overrides.pop("normalize"))
+        except ValueError as error:
+            raise UsageError(f"--hyperparams {error}") from None
+        normalize, vec_normalize_kwargs = parsed is not None, parsed or {}
     hyperparameters.update(overrides)
     if "policy_kwargs" in hyperparameters:
         hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
@@ -348,6 +369,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         timesteps=timesteps,
         policy=policy,
         normalize=normalize,
+        normalize_kwargs=vec_normalize_kwargs,
         hyperparameters=hyperparameters,
         seed=args.seed,
         source=source,
@@ -433,6 +455,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
         f"{settings.n_envs} envs, seed {settings.seed}"
         + (", VecNormalize" if settings.normalize else "")
+        + (f"({settings.normalize_kwargs})" if settings.normalize and settings.normalize_kwargs else "")
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
 
@@ -440,7 +463,8 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     try:
         env = make_env(settings.env, settings.n_envs, settings.seed, monitor_dir=run_dir)
         if settings.normalize:
-            env = VecNormalize(env, gamma=float(settings.hyperparameters.get("gamma", 0.99)))
+            gamma = float(settings.hyperparameters.get("gamma", 0.99))
+            env = VecNormalize(env, gamma=gamma, **settings.normalize_kwargs)
         model = ACER(
             settings.policy,
             env,
@@ -466,7 +490,10 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     if args.eval_freq:
         eval_env = make_env(settings.env, 1, settings.seed + 1000)
         if settings.normalize:
-            eval_env = VecNormalize(eval_env, training=False, norm_reward=False)  # synced before each eval
+            # Synced before each evaluation; rewards are reported unscaled.
+            eval_env = VecNormalize(
+                eval_env, training=False, **evaluation_normalize_kwargs(settings.normalize_kwargs)
+            )
         eval_callback = EvalCallback(
             eval_env,
             n_eval_episodes=args.eval_episodes,
@@ -505,6 +532,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         num_timesteps=int(model.num_timesteps),
         policy=settings.policy,
         normalize=settings.normalize,
+        normalize_kwargs=settings.normalize_kwargs,
         seed=settings.seed,
         hyperparameters=_json_safe(settings.hyperparameters),
         run_dir=str(run_dir),
@@ -774,9 +802,9 @@ Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TI
 {ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant,
 {ATARI_TIMESTEPS} steps, as SB2's run_atari).
 --hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}) or bare
-words (linear); 'normalize' (VecNormalize) is accepted besides ACER's constructor arguments, and
-inside policy_kwargs 'activation_fn' may name a torch.nn class ('ReLU') and 'optimizer_class' a
-torch.optim class ('Adam')."""
+words (linear). Besides ACER's constructor arguments, 'normalize' turns VecNormalize on: True, or a
+dict of its arguments ({{'norm_obs': False}}: rewards only). Inside policy_kwargs, 'activation_fn' may
+name a torch.nn class ('ReLU') and 'optimizer_class' a torch.optim class ('Adam')."""
 
 ENJOY_EXAMPLES = f"""\
 examples:

@@ -78,7 +78,8 @@ def test_unknown_env_id_is_one_line_and_exit_code_2(
         ("n_envs=2", "--hyperparams n_envs: use --n-envs instead"),
         ("gamma=2", "invalid settings: gamma must be in [0, 1], got 2"),
         ("lr_schedule=cosine", "invalid settings: unknown lr_schedule 'cosine'"),
-        ("normalize=1", "--hyperparams normalize must be True or False, got 1"),
+        ("normalize=1", "--hyperparams normalize must be True, False or a dict of VecNormalize arguments"),
+        ("normalize={'norm_rewards': True}", "--hyperparams normalize: unknown VecNormalize argument"),
         (
             "policy_kwargs={'activation_fn': 'relu'}",
             "policy_kwargs: activation_fn 'relu' is not a torch.nn class",
@@ -279,6 +280,51 @@ def test_normalize_saves_plain_statistics_that_enjoy_uses(
     stats_path.unlink()
     code, _, err = run(capsys, "enjoy", str(save_path), "--episodes", "1")
     assert_one_line_error(code, err, 1, "the model was trained with VecNormalize but")
+
+
+def test_normalize_dict_sets_vecnormalize_arguments_and_enjoy_follows(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Rewards only, as the zoo's normalize: "{'norm_obs': False, 'norm_reward': True}".
+    setting = "normalize={'norm_obs': False, 'norm_reward': True, 'clip_reward': 5.0}"
+    # The evaluation env syncs with a VecNormalize that keeps no observation statistics.
+    code, out, err = train(
+        capsys, tmp_path, "--hyperparams", setting, "--eval-freq", "250", "--eval-episodes", "1"
+    )
+    assert code == 0, err
+    assert "evaluation return (1 episode at step 496)" in out
+    assert "VecNormalize({'norm_obs': False, 'norm_reward': True, 'clip_reward': 5.0})" in out
+    run_dir = tmp_path / "CartPole-v1_0"
+    info = json.loads((run_dir / "model.json").read_text())
+    assert info["normalize"] is True
+    assert info["normalize_kwargs"] == {"norm_obs": False, "norm_reward": True, "clip_reward": 5.0}
+    with np.load(run_dir / "model.vecnormalize.npz", allow_pickle=False) as stats:
+        assert not bool(stats["norm_obs"]) and bool(stats["norm_reward"])
+        assert float(stats["clip_reward"]) == 5.0
+        assert float(stats["ret_count"]) > 1.0  # the return statistics were updated
+    code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1", "--deterministic")
+    assert code == 0, err
+    assert "CartPole-v1: mean return over 1 episodes" in out
+
+
+def test_normalize_false_overrides_a_normalizing_preset(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, out, err = run(
+        capsys,
+        "train",
+        "MountainCar-v0",
+        *FAST,
+        "--log-folder",
+        str(tmp_path),
+        "--hyperparams",
+        "normalize=False",
+    )
+    assert code == 0, err
+    assert "VecNormalize" not in out.splitlines()[1]
+    run_dir = tmp_path / "MountainCar-v0_0"
+    assert json.loads((run_dir / "model.json").read_text())["normalize"] is False
+    assert not (run_dir / "model.vecnormalize.npz").exists()
 
 
 # ---------------------------------------------------------------------------------------------- enjoy

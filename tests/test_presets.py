@@ -12,7 +12,13 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
 from sb3_acer import ACER
-from sb3_acer.presets import available_presets, load_preset, resolve_policy_kwargs
+from sb3_acer.presets import (
+    available_presets,
+    evaluation_normalize_kwargs,
+    load_preset,
+    normalize_kwargs,
+    resolve_policy_kwargs,
+)
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -23,7 +29,10 @@ def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
     assert preset.n_timesteps > 0 and preset.n_envs > 0
     env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0)
     if preset.normalize:
-        env = VecNormalize(env, gamma=float(preset.hyperparameters.get("gamma", 0.99)))
+        gamma = float(preset.hyperparameters.get("gamma", 0.99))
+        env = VecNormalize(env, gamma=gamma, **preset.normalize_kwargs)
+    else:
+        assert preset.normalize_kwargs == {}
     model = ACER(preset.policy, env, seed=0, **preset.hyperparameters)
     model.learn(2 * model.n_steps)
     assert model.num_timesteps == 2 * model.n_steps
@@ -92,6 +101,58 @@ def test_class_names_in_policy_kwargs_resolve_to_torch_classes() -> None:
         resolve_policy_kwargs({"optimizer_class": "ReLU"})
     with pytest.raises(ValueError, match=r"optimizer_class 'Optimizer2' is not a torch\.optim class"):
         resolve_policy_kwargs({"optimizer_class": "Optimizer2"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (True, {}),
+        (False, None),
+        (None, None),
+        ({"norm_obs": False}, {"norm_obs": False}),
+        # The zoo writes the dict as a string in its YAML files.
+        ("{'norm_obs': False, 'norm_reward': True}", {"norm_obs": False, "norm_reward": True}),
+        (
+            {"clip_obs": 5, "clip_reward": 2.5, "epsilon": 1e-6},
+            {"clip_obs": 5, "clip_reward": 2.5, "epsilon": 1e-6},
+        ),
+    ],
+)
+def test_normalize_setting_gives_vecnormalize_arguments(value: object, expected: dict | None) -> None:
+    assert normalize_kwargs(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (1, "normalize must be True, False or a dict of VecNormalize arguments (norm_obs, norm_reward, "),
+        ("yes", "normalize must be True, False or a dict of VecNormalize arguments"),
+        ("{'norm_obs'", "normalize must be True, False or a dict of VecNormalize arguments"),
+        (
+            {"gamma": 0.9},
+            "normalize: unknown VecNormalize argument 'gamma'; accepted: norm_obs, norm_reward,",
+        ),
+        ({"norm_reward": 0}, "normalize: norm_reward must be True or False, got 0"),
+        ({"clip_obs": 0}, "normalize: clip_obs must be a positive number, got 0"),
+        ({"epsilon": True}, "normalize: epsilon must be a positive number, got True"),
+        ({"clip_reward": "10"}, "normalize: clip_reward must be a positive number, got '10'"),
+    ],
+)
+def test_bad_normalize_setting_is_refused(value: object, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        normalize_kwargs(value)
+    assert str(error.value).startswith(message)
+
+
+def test_evaluation_normalizes_observations_as_training_and_leaves_rewards() -> None:
+    kwargs = {"norm_obs": False, "norm_reward": True, "clip_obs": 5.0, "clip_reward": 3.0, "epsilon": 1e-6}
+    assert evaluation_normalize_kwargs(kwargs) == {
+        "norm_obs": False,
+        "clip_obs": 5.0,
+        "epsilon": 1e-6,
+        "norm_reward": False,
+    }
+    assert evaluation_normalize_kwargs({}) == {"norm_reward": False}
 
 
 def test_presets_benchmark_overrides_parse_values() -> None:

@@ -1,11 +1,15 @@
 """Tuned hyperparameter presets, in the rl-baselines3-zoo YAML format (``acer.yml``).
 
 Each entry is keyed by environment id; ``n_envs``, ``n_timesteps``, ``policy`` and ``normalize`` describe the
-run, every other key is an ``ACER`` constructor argument.
+run, every other key is an ``ACER`` constructor argument. As in the zoo, ``normalize`` is ``true``
+(``VecNormalize`` with its defaults) or the string of a dict of ``VecNormalize`` arguments, e.g.
+``"{'norm_obs': False, 'norm_reward': True}"``.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -13,9 +17,19 @@ from typing import Any
 import yaml
 from torch import nn, optim
 
-__all__ = ["Preset", "available_presets", "load_preset", "resolve_policy_kwargs"]
+__all__ = [
+    "NORMALIZE_KEYS",
+    "Preset",
+    "available_presets",
+    "evaluation_normalize_kwargs",
+    "load_preset",
+    "normalize_kwargs",
+    "resolve_policy_kwargs",
+]
 
 RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize")
+#: The ``VecNormalize`` arguments a ``normalize`` dict may set (``gamma`` comes from the run's ``gamma``).
+NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "epsilon")
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,8 @@ class Preset:
     policy: str
     normalize: bool
     hyperparameters: dict[str, Any] = field(default_factory=dict)
+    #: ``VecNormalize`` arguments when ``normalize`` is set (empty: its defaults).
+    normalize_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def _read() -> dict[str, dict[str, Any]]:
@@ -55,14 +71,58 @@ def load_preset(env_id: str) -> Preset:
     entry = dict(data[env_id])
     if "policy_kwargs" in entry:
         entry["policy_kwargs"] = resolve_policy_kwargs(entry["policy_kwargs"])
+    normalize = normalize_kwargs(entry.pop("normalize", False))
     return Preset(
         env_id=env_id,
         n_envs=int(entry.pop("n_envs", 1)),
         n_timesteps=int(float(entry.pop("n_timesteps", 1e6))),
         policy=str(entry.pop("policy", "MlpPolicy")),
-        normalize=bool(entry.pop("normalize", False)),
+        normalize=normalize is not None,
         hyperparameters=entry,
+        normalize_kwargs=normalize or {},
     )
+
+
+def normalize_kwargs(value: Any) -> dict[str, Any] | None:
+    """The ``VecNormalize`` arguments a ``normalize`` setting asks for, ``None`` for no normalisation.
+
+    ``True`` gives ``{}`` (observations and rewards, ``VecNormalize``'s defaults); a dict, or its string as a
+    zoo YAML file writes it, gives its items, each one of :data:`NORMALIZE_KEYS`.
+
+    Raises:
+        ValueError: anything else, naming the problem.
+    """
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError, SyntaxError):
+            value = ast.literal_eval(value)
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(
+            "normalize must be True, False or a dict of VecNormalize arguments "
+            f"({', '.join(NORMALIZE_KEYS)}), got {value!r}"
+        )
+    for key, item in value.items():
+        if key not in NORMALIZE_KEYS:
+            raise ValueError(
+                f"normalize: unknown VecNormalize argument {key!r}; accepted: {', '.join(NORMALIZE_KEYS)}"
+            )
+        if key.startswith("norm_") and not isinstance(item, bool):
+            raise ValueError(f"normalize: {key} must be True or False, got {item!r}")
+        if not key.startswith("norm_") and (
+            isinstance(item, bool) or not isinstance(item, (int, float)) or not item > 0
+        ):
+            raise ValueError(f"normalize: {key} must be a positive number, got {item!r}")
+    return dict(value)
+
+
+def evaluation_normalize_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a frozen evaluation ``VecNormalize`` for a training one built with ``kwargs``: the
+    same observation normalisation, rewards unscaled (set ``training=False`` and copy ``obs_rms`` besides)."""
+    same = {key: value for key, value in kwargs.items() if key in ("norm_obs", "clip_obs", "epsilon")}
+    return {**same, "norm_reward": False}
 
 
 def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
