@@ -176,3 +176,40 @@ def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
     write_results(out, script="presets.py", args=args, machine="m", results=[])
     command = json.loads(out.read_text())["meta"]["command"]
     assert shlex.split(command) == ["python", "benchmarks/presets.py", *args]
+
+
+def test_discounted_returns_match_the_direct_sum() -> None:
+    from benchmarks.critic_fit import discounted_returns
+
+    rewards = [1.0, -2.0, 0.5, 100.0]
+    gamma = 0.9
+    expected = [sum(gamma**k * r for k, r in enumerate(rewards[t:])) for t in range(len(rewards))]
+    assert discounted_returns(rewards, gamma) == pytest.approx(expected)
+    assert discounted_returns([], gamma) == []
+
+
+def test_critic_fit_benchmark_runs_and_records(tmp_path: pathlib.Path) -> None:
+    from benchmarks import critic_fit
+
+    out = tmp_path / "fit.json"
+    critic_fit.main(["--steps", "640", "--every", "320", "--probe-steps", "50", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert data["meta"]["command"].startswith("python benchmarks/critic_fit.py --steps 640")
+    runs = data["results"]
+    # 32 envs step 32 transitions at a time: the probes fall on the first multiples of 32 past 320 and 640.
+    assert [(r["config"], r["steps"]) for r in runs] == [
+        ("preset", 320),
+        ("preset", 640),
+        ("rewards normalised", 320),
+        ("rewards normalised", 640),
+    ]
+    for r in runs:
+        assert r["probe_steps"] >= 50
+        assert r["value_std"] >= 0.0 and r["return_std"] > 0.0
+        assert -1.0 <= r["correlation"] <= 1.0
+        assert r["explained_variance"] <= 1.0
+    assert [r["reward_scale"] for r in runs[:2]] == [1.0, 1.0]
+    # VecNormalize's scale: the running std of the discounted return, well above 1 for LunarLander.
+    assert all(r["reward_scale"] > 2.0 for r in runs[2:])
+    # The Q head starts at zero (gain 0.01) and two updates cannot move it far, in reward units either way.
+    assert all(abs(r["value_mean"]) < 1.0 for r in runs)
