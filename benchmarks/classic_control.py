@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import load_preset
+from sb3_acer.presets import evaluation_normalization, load_preset
 
 THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
 
@@ -95,15 +95,17 @@ class RunResult:
 def make_run(algo: str, env_id: str, seed: int, budget_scale: float) -> tuple[BaseAlgorithm, VecEnv, int]:
     if algo == "ACER":
         preset = load_preset(env_id)
-        n_envs, n_timesteps, normalize = preset.n_envs, preset.n_timesteps, preset.normalize
+        n_envs, n_timesteps = preset.n_envs, preset.n_timesteps
+        normalize = preset.normalize_kwargs if preset.normalize else None
         kwargs = dict(preset.hyperparameters)
     else:
         spec = ZOO[(algo, env_id)]
-        n_envs, n_timesteps, normalize = spec["n_envs"], spec["n_timesteps"], spec["normalize"]
+        n_envs, n_timesteps = spec["n_envs"], spec["n_timesteps"]
+        normalize = {} if spec["normalize"] else None
         kwargs = dict(spec["kwargs"])
     env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
-    if normalize:
-        env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
+    if normalize is not None:
+        env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99), **normalize)
     cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO}[algo]
     model = cls("MlpPolicy", env, seed=seed, **kwargs)
     return model, env, int(n_timesteps * budget_scale)
@@ -117,8 +119,7 @@ def run_one(algo: str, env_id: str, seed: int, budget_scale: float, eval_episode
     train_seconds = time.perf_counter() - start
     eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
     if isinstance(env, VecNormalize):
-        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-        eval_env.obs_rms = env.obs_rms
+        eval_env = evaluation_normalization(eval_env, like=env)
     mean, std = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
     return RunResult(
         algo=algo,

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import evaluation_normalize_kwargs, load_preset, normalize_kwargs, resolve_policy_kwargs
+from sb3_acer.presets import evaluation_normalization, load_preset, normalize_kwargs, resolve_policy_kwargs
 
 # The SB2 rl-baselines-zoo benchmark table (stochastic actions, ~150k evaluation steps of one trained agent).
 SB2_ZOO = {
@@ -128,11 +128,7 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     for deterministic in (False, True):
         eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
         if isinstance(env, VecNormalize):
-            eval_env = VecNormalize(
-                eval_env, training=False, **evaluation_normalize_kwargs(vec_normalize_kwargs or {})
-            )
-            if env.norm_obs:
-                eval_env.obs_rms = env.obs_rms
+            eval_env = evaluation_normalization(eval_env, like=env)
         returns, lengths = evaluate_policy(
             model,
             eval_env,

@@ -46,7 +46,7 @@ from sb3_acer.acer import ACER
 from sb3_acer.presets import (
     Preset,
     available_presets,
-    evaluation_normalize_kwargs,
+    evaluation_normalization,
     load_preset,
     normalize_kwargs,
     resolve_policy_kwargs,
@@ -489,11 +489,10 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     eval_callback: EvalCallback | None = None
     if args.eval_freq:
         eval_env = make_env(settings.env, 1, settings.seed + 1000)
-        if settings.normalize:
-            # Synced before each evaluation; rewards are reported unscaled.
-            eval_env = VecNormalize(
-                eval_env, training=False, **evaluation_normalize_kwargs(settings.normalize_kwargs)
-            )
+        if isinstance(env, VecNormalize):
+            eval_env = evaluation_normalization(
+                eval_env, like=env
+            )  # EvalCallback syncs it before each evaluation
         eval_callback = EvalCallback(
             eval_env,
             n_eval_episodes=args.eval_episodes,

@@ -6,6 +6,7 @@ import json
 import pathlib
 import shlex
 
+import numpy as np
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
@@ -14,7 +15,7 @@ from torch import nn, optim
 from sb3_acer import ACER
 from sb3_acer.presets import (
     available_presets,
-    evaluation_normalize_kwargs,
+    evaluation_normalization,
     load_preset,
     normalize_kwargs,
     resolve_policy_kwargs,
@@ -144,15 +145,45 @@ def test_bad_normalize_setting_is_refused(value: object, message: str) -> None:
     assert str(error.value).startswith(message)
 
 
-def test_evaluation_normalizes_observations_as_training_and_leaves_rewards() -> None:
-    kwargs = {"norm_obs": False, "norm_reward": True, "clip_obs": 5.0, "clip_reward": 3.0, "epsilon": 1e-6}
-    assert evaluation_normalize_kwargs(kwargs) == {
-        "norm_obs": False,
-        "clip_obs": 5.0,
-        "epsilon": 1e-6,
-        "norm_reward": False,
-    }
-    assert evaluation_normalize_kwargs({}) == {"norm_reward": False}
+@pytest.mark.parametrize("norm_obs", [True, False])
+def test_evaluation_normalizes_observations_as_training_and_leaves_rewards(norm_obs: bool) -> None:
+    training = VecNormalize(
+        make_vec_env("CartPole-v1", n_envs=2, seed=0),
+        norm_obs=norm_obs,
+        clip_obs=3.0,
+        clip_reward=4.0,
+        gamma=0.9,
+        epsilon=1e-6,
+    )
+    training.reset()
+    for _ in range(20):
+        training.step(np.array([0, 1]))
+    evaluation = evaluation_normalization(make_vec_env("CartPole-v1", n_envs=1, seed=1), like=training)
+    assert not evaluation.training and not evaluation.norm_reward
+    assert evaluation.norm_obs is norm_obs
+    assert (evaluation.clip_obs, evaluation.clip_reward, evaluation.gamma, evaluation.epsilon) == (
+        3.0,
+        4.0,
+        0.9,
+        1e-6,
+    )
+    obs = evaluation.reset()
+    if norm_obs:
+        # A copy of the training statistics, not the same object: evaluating never moves training's.
+        assert evaluation.obs_rms is not training.obs_rms
+        np.testing.assert_array_equal(evaluation.obs_rms.mean, training.obs_rms.mean)
+        np.testing.assert_array_equal(evaluation.obs_rms.var, training.obs_rms.var)
+        expected = np.clip(
+            (evaluation.get_original_obs() - training.obs_rms.mean) / np.sqrt(training.obs_rms.var + 1e-6),
+            -3,
+            3,
+        )
+        np.testing.assert_allclose(obs, expected, rtol=1e-5, atol=1e-6)
+    else:
+        assert not hasattr(evaluation, "obs_rms")
+        np.testing.assert_array_equal(obs, evaluation.get_original_obs())
+    _, reward, _, _ = evaluation.step(np.array([0]))
+    assert reward.tolist() == [1.0]  # CartPole's reward, unscaled
 
 
 def test_presets_benchmark_overrides_parse_values() -> None:

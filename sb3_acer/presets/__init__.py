@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import yaml
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
 __all__ = [
     "NORMALIZE_KEYS",
     "Preset",
     "available_presets",
-    "evaluation_normalize_kwargs",
+    "evaluation_normalization",
     "load_preset",
     "normalize_kwargs",
     "resolve_policy_kwargs",
@@ -118,11 +120,22 @@ def normalize_kwargs(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def evaluation_normalize_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The arguments of a frozen evaluation ``VecNormalize`` for a training one built with ``kwargs``: the
-    same observation normalisation, rewards unscaled (set ``training=False`` and copy ``obs_rms`` besides)."""
-    same = {key: value for key, value in kwargs.items() if key in ("norm_obs", "clip_obs", "epsilon")}
-    return {**same, "norm_reward": False}
+def evaluation_normalization(venv: VecEnv, like: VecNormalize) -> VecNormalize:
+    """``venv`` in a frozen ``VecNormalize`` for evaluation: observations normalised as ``like`` does, with a
+    copy of its current statistics, which are never updated; rewards unscaled."""
+    env = VecNormalize(
+        venv,
+        training=False,
+        norm_obs=like.norm_obs,
+        norm_reward=False,
+        clip_obs=like.clip_obs,
+        clip_reward=like.clip_reward,
+        gamma=like.gamma,
+        epsilon=like.epsilon,
+    )
+    if like.norm_obs:
+        env.obs_rms = copy.deepcopy(like.obs_rms)
+    return env
 
 
 def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
