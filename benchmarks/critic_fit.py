@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import write_results
 from sb3_acer import ACER
+from sb3_acer.functional import explained_variance
 from sb3_acer.presets import load_preset
 
 ENV_ID = "LunarLander-v3"
@@ -126,7 +127,7 @@ class Prober(BaseCallback):
                 value_std=float(v.std()),
                 return_mean=float(g.mean()),
                 return_std=float(g.std()),
-                explained_variance=float(1.0 - np.var(g - v) / np.var(g)),
+                explained_variance=explained_variance(y_pred=th.as_tensor(v), y_true=th.as_tensor(g)),
                 correlation=float(np.corrcoef(v, g)[0, 1]),
             )
             print(fit, flush=True)
