@@ -52,6 +52,7 @@ from sb3_acer.policies import (
     MlpLstmPolicy,
     MlpPolicy,
     RecurrentACERPolicy,
+    q_only_parameters,
 )
 from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
@@ -87,6 +88,7 @@ HYPERPARAMETERS = (
     "max_grad_norm",
     "learning_rate",
     "lr_schedule",
+    "q_lr_ratio",
     "rprop_alpha",
     "rprop_epsilon",
     "buffer_size",
@@ -180,6 +182,9 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
         raise ValueError(
             f"unknown lr_schedule {params['lr_schedule']!r}; choose one of {sorted(LR_SCHEDULES)}"
         )
+    q_lr_ratio = params["q_lr_ratio"]
+    if not is_number(q_lr_ratio) or not np.isfinite(q_lr_ratio) or not q_lr_ratio > 0:
+        fail("q_lr_ratio", "must be a positive number")
     num_procs = params["num_procs"]
     if num_procs is not None and (not isinstance(num_procs, int | np.integer) or num_procs <= 0):
         fail("num_procs", "must be a positive integer or None")
@@ -211,6 +216,10 @@ class ACER(BaseAlgorithm):
             remaining, from 1 to 0), in which case ``lr_schedule`` is not applied.
         lr_schedule: ``'linear'``, ``'constant'``, ``'double_linear_con'``, ``'middle_drop'`` or
             ``'double_middle_drop'``; progress is counted in env steps and clamped to [0, 1].
+        q_lr_ratio: step size of the critic's own parameters (the ``qf`` tower and the ``Q`` head) as a
+            multiple of the current learning rate; shared layers take the policy's step. RMSProp moves each
+            weight by about the step size whatever the gradient's size, so this, not ``q_coef``, sets how
+            fast the critic follows its targets. 1 (the default) is SB2's single step size.
         rprop_alpha: RMSProp decay (of the default optimizer).
         rprop_epsilon: RMSProp epsilon (inside the square root, TensorFlow style; of the default optimizer).
         buffer_size: replay capacity in steps per environment (``buffer_size // n_steps`` segments).
@@ -262,6 +271,7 @@ class ACER(BaseAlgorithm):
         max_grad_norm: float | None = 10,
         learning_rate: float | Callable[[float], float] = 7e-4,
         lr_schedule: str = "linear",
+        q_lr_ratio: float = 1.0,
         rprop_alpha: float = 0.99,
         rprop_epsilon: float = 1e-5,
         buffer_size: int = 5000,
@@ -323,6 +333,7 @@ class ACER(BaseAlgorithm):
         self.ent_coef = float(ent_coef)
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
         self.lr_schedule_name = lr_schedule
+        self.q_lr_ratio = float(q_lr_ratio)
         self.rprop_alpha = float(rprop_alpha)
         self.rprop_epsilon = float(rprop_epsilon)
         self.buffer_size = int(buffer_size)
@@ -400,21 +411,57 @@ class ACER(BaseAlgorithm):
         self.policy_avg = copy.deepcopy(self.policy).to(self.device)
         self.policy_avg.requires_grad_(False)
         self.policy_avg.set_training_mode(False)
+        self.optimizer = self._make_optimizer(split_q=self.q_lr_ratio != 1.0)
+        self._make_replay_buffer()
+
+    def _make_optimizer(self, split_q: bool) -> th.optim.Optimizer:
+        """The optimizer over the policy's parameters: one parameter group, or with ``split_q`` two (the
+        policy's and shared parameters, then the critic's own, :func:`q_only_parameters`), so that the
+        critic can take ``q_lr_ratio`` times the step. A ratio of 1 keeps SB2's single group, which model
+        files written before ``q_lr_ratio`` existed hold."""
+        params: Any = self.policy.parameters()
+        if split_q:
+            q_ids = {id(p) for p in q_only_parameters(self.policy)}
+            params = [
+                {"params": [p for p in self.policy.parameters() if id(p) not in q_ids]},
+                {"params": [p for p in self.policy.parameters() if id(p) in q_ids]},
+            ]
         optimizer_class = self.policy_kwargs.get("optimizer_class")
         if optimizer_class is None:
-            self.optimizer = FastRMSpropTFLike(
-                self.policy.parameters(),
-                lr=self.current_learning_rate(),
-                alpha=self.rprop_alpha,
-                eps=self.rprop_epsilon,
+            return FastRMSpropTFLike(
+                params, lr=self.current_learning_rate(), alpha=self.rprop_alpha, eps=self.rprop_epsilon
             )
-        else:
-            self.optimizer = optimizer_class(
-                self.policy.parameters(),
-                lr=self.current_learning_rate(),
-                **(self.policy_kwargs.get("optimizer_kwargs") or {}),
+        return optimizer_class(
+            params,
+            lr=self.current_learning_rate(),
+            **(self.policy_kwargs.get("optimizer_kwargs") or {}),
+        )
+
+    def _set_learning_rate(self, learning_rate: float) -> None:
+        """Give every parameter group its step: the critic's own group (the second, if any) takes
+        ``q_lr_ratio`` times ``learning_rate``."""
+        for index, group in enumerate(self.optimizer.param_groups):
+            group["lr"] = learning_rate * (self.q_lr_ratio if index == 1 else 1.0)
+
+    def _load_optimizer_state(self, state: dict[str, Any]) -> None:
+        """Load an optimizer state dict saved with one parameter group or with the critic's apart (another
+        ``q_lr_ratio``): the per-parameter state moves to the same parameter in this model's grouping."""
+        if len(state["param_groups"]) == len(self.optimizer.param_groups):
+            self.optimizer.load_state_dict(state)
+            return
+        if len(state["param_groups"]) not in (1, 2):
+            raise ValueError(
+                f"optimizer: {len(state['param_groups'])} parameter groups saved; ACER's optimizer has 1 or 2"
             )
-        self._make_replay_buffer()
+        saved = self._make_optimizer(split_q=len(state["param_groups"]) == 2)
+        saved.load_state_dict(state)
+        settings = {k: v for k, v in saved.param_groups[0].items() if k != "params"}
+        for group in self.optimizer.param_groups:
+            group.update(settings)
+        for group in saved.param_groups:
+            for p in group["params"]:
+                if p in saved.state:
+                    self.optimizer.state[p] = saved.state[p]
 
     def _make_replay_buffer(self) -> None:
         if self.replay_ratio <= 0 or self.env is None:
@@ -605,8 +652,7 @@ class ACER(BaseAlgorithm):
     def train(self, segment: Segment) -> None:
         """One on-policy update on ``segment``, then ``Poisson(replay_ratio)`` replayed updates."""
         learning_rate = self.current_learning_rate()
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
+        self._set_learning_rate(learning_rate)
         self.logger.record("train/learning_rate", learning_rate)
         self._gradient_step(segment, on_policy=True)
         if self.replay_buffer is not None:
@@ -855,7 +901,7 @@ class ACER(BaseAlgorithm):
         try:
             for name, state in params.items():
                 if name == "optimizer":
-                    self.optimizer.load_state_dict(state)
+                    self._load_optimizer_state(state)
                 else:
                     getattr(self, name).load_state_dict(
                         {key: th.as_tensor(value) for key, value in state.items()}, strict=exact_match

@@ -46,6 +46,7 @@ __all__ = [
     "RecurrentOutput",
     "parse_net_arch",
     "parse_recurrent_net_arch",
+    "q_only_parameters",
 ]
 
 
@@ -117,6 +118,15 @@ class _CachedDevicePolicy(BasePolicy):
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
         self._cached_device = None
         return super()._apply(fn, recurse)
+
+
+def q_only_parameters(policy: ACERPolicy | RecurrentACERPolicy) -> list[nn.Parameter]:
+    """The parameters that only the critic uses: the ``qf`` tower and the ``Q`` head.
+
+    Everything else (features extractor, shared layers, LSTM, ``pi`` tower, policy head) serves the policy,
+    alone or with the critic. ``ACER(q_lr_ratio=...)`` gives these parameters their own step size.
+    """
+    return [*policy.mlp_extractor.value_net.parameters(), *policy.q_net.parameters()]
 
 
 class ACERPolicy(_CachedDevicePolicy):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -151,6 +152,10 @@ def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> Non
         (dict(retrace_lambda=1.5), r"retrace_lambda must be a number in \[0, 1\], got 1.5"),
         (dict(retrace_lambda=-0.1), r"retrace_lambda must be a number in \[0, 1\], got -0.1"),
         (dict(retrace_lambda="0.9"), r"retrace_lambda must be a number in \[0, 1\], got '0.9'"),
+        (dict(q_lr_ratio=0.0), "q_lr_ratio must be a positive number, got 0.0"),
+        (dict(q_lr_ratio=-2), "q_lr_ratio must be a positive number, got -2"),
+        (dict(q_lr_ratio=float("inf")), "q_lr_ratio must be a positive number, got inf"),
+        (dict(q_lr_ratio="3"), "q_lr_ratio must be a positive number, got '3'"),
     ],
 )
 def test_invalid_hyperparameters_raise_value_error_naming_them(kwargs: dict, message: str) -> None:
@@ -460,6 +465,65 @@ def test_update_uses_retrace_lambda(lam: float) -> None:
     assert stats.loss_q == pytest.approx(float(0.5 * np.mean((q_ret - 10.0) ** 2)), rel=1e-4)
     if lam == 0.0:
         assert np.allclose(q_ret, 1.0 + gamma * (1.0 - segment.terminated) * 10.0)
+
+
+# ------------------------------------------------------------------------------------------ q_lr_ratio
+
+
+def _one_update_deltas(q_lr_ratio: float, **kwargs: Any) -> tuple[ACER, dict[str, th.Tensor]]:
+    """Parameter changes of one on-policy update (no replay) from the seed-0 initialisation."""
+    model = ACER(
+        "MlpPolicy", "CartPole-v1", seed=0, n_steps=5, replay_ratio=0, q_lr_ratio=q_lr_ratio, **kwargs
+    )
+    before = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
+    model.learn(5)
+    assert model._n_updates == 1
+    return model, {name: p.detach() - before[name] for name, p in model.policy.named_parameters()}
+
+
+@pytest.mark.parametrize("policy_kwargs", [None, dict(net_arch=[16, dict(pi=[8], qf=[8])])])
+def test_q_lr_ratio_scales_the_critics_own_step_only(policy_kwargs: dict | None) -> None:
+    """RMSProp's first step is lr g / sqrt(alpha + (1 - alpha) g^2 + eps) for both models (same
+    initialisation, same segment), so the critic's own parameters move exactly 3 times as far and every
+    other parameter, shared layers included, moves the same."""
+    kwargs = dict(learning_rate=1e-3, lr_schedule="constant", policy_kwargs=policy_kwargs)
+    model, base = _one_update_deltas(1.0, **kwargs)
+    scaled_model, scaled = _one_update_deltas(3.0, **kwargs)
+    assert len(model.optimizer.param_groups) == 1
+    assert [group["lr"] for group in scaled_model.optimizer.param_groups] == [1e-3, pytest.approx(3e-3)]
+    q_names = {
+        name
+        for name, _ in scaled_model.policy.named_parameters()
+        if name.startswith(("q_net", "mlp_extractor.value_net"))
+    }
+    assert q_names and any(name.startswith("q_net") for name in q_names)
+    for name, delta in base.items():
+        assert delta.abs().max() > 0, name
+        factor = 3.0 if name in q_names else 1.0
+        th.testing.assert_close(scaled[name], factor * delta, rtol=1e-4, atol=1e-7, msg=name)
+    if policy_kwargs is not None:
+        assert any(name.startswith("shared_net") for name in base)
+
+
+@pytest.mark.parametrize(
+    ("policy", "policy_kwargs", "shared"),
+    [
+        ("MlpPolicy", dict(net_arch=[32, 32]), "shared_net"),
+        ("MlpLstmPolicy", dict(n_lstm=8, net_arch=[8, "lstm", dict(pi=[4], qf=[4])]), "lstm"),
+    ],
+)
+def test_q_lr_ratio_groups_hold_the_critics_own_parameters(
+    policy: str, policy_kwargs: dict, shared: str
+) -> None:
+    model = ACER(policy, "CartPole-v1", n_steps=5, q_lr_ratio=0.5, policy_kwargs=policy_kwargs)
+    names = {id(p): name for name, p in model.policy.named_parameters()}
+    policy_group, q_group = (
+        [names[id(p)] for p in group["params"]] for group in model.optimizer.param_groups
+    )
+    assert sorted(policy_group + q_group) == sorted(names.values())
+    assert all(name.startswith(("q_net", "mlp_extractor.value_net")) for name in q_group)
+    assert {"q_net.weight", "q_net.bias"} <= set(q_group)
+    assert any(name.startswith(shared) for name in policy_group)
 
 
 # ---------------------------------------------------------------------------------------------- predict

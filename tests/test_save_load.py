@@ -44,6 +44,7 @@ HYPERPARAMETERS: dict[str, Any] = dict(
     delta=0.5,
     handle_timeout_termination=False,
     retrace_lambda=0.7,
+    q_lr_ratio=2.0,
     verbose=0,
     seed=3,
 )
@@ -187,6 +188,39 @@ def test_load_kwargs_and_custom_objects_override_hyperparameters(trained: tuple[
         ACER.load(path, bogus=1)
 
 
+def optimizer_state_by_name(model: ACER) -> dict[str, dict[str, Any]]:
+    names = {id(p): name for name, p in model.policy.named_parameters()}
+    return {names[id(p)]: state for p, state in model.optimizer.state.items()}
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0, 4.0])
+def test_load_with_another_q_lr_ratio_keeps_each_parameters_optimizer_state(
+    trained: tuple[ACER, pathlib.Path], ratio: float, tmp_path: pathlib.Path
+) -> None:
+    """The file holds two optimizer groups (q_lr_ratio 2); loading with ratio 1 makes one group, and a
+    file written with one group loads into two. Every parameter keeps its own RMSProp state either way."""
+    model, path = trained
+    original = optimizer_state_by_name(model)
+    assert len(original) == len(list(model.policy.parameters()))
+    loaded = ACER.load(path, q_lr_ratio=ratio)
+    assert len(loaded.optimizer.param_groups) == (1 if ratio == 1.0 else 2)
+    loaded.save(tmp_path / "regrouped")
+    again = ACER.load(tmp_path / "regrouped.zip", q_lr_ratio=2.0)
+    for restored in (loaded, again):
+        states = optimizer_state_by_name(restored)
+        assert states.keys() == original.keys()
+        for name, state in original.items():
+            assert states[name].keys() == state.keys(), name
+            for key, value in state.items():
+                assert th.equal(th.as_tensor(states[name][key]), th.as_tensor(value)), (name, key)
+    loaded.set_env(gym.make("CartPole-v1"))
+    loaded.learn(8, reset_num_timesteps=False)
+    rate = loaded.current_learning_rate()
+    assert [group["lr"] for group in loaded.optimizer.param_groups] == (
+        [rate] if ratio == 1.0 else [rate, rate * ratio]
+    )
+
+
 def test_set_env(trained: tuple[ACER, pathlib.Path]) -> None:
     _, path = trained
     loaded = ACER.load(path)
@@ -323,6 +357,8 @@ def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_pat
         ("handle_timeout_termination", False, True),
         # Files written before Retrace(lambda) existed used lambda = 1 (ACER's traces).
         ("retrace_lambda", 0.7, 1.0),
+        # Files written before q_lr_ratio existed hold one optimizer group; the loader regroups either way.
+        ("q_lr_ratio", 2.0, 1.0),
     ],
 )
 def test_file_without_a_newer_hyperparameter_loads_with_the_default(
