@@ -1,8 +1,9 @@
 """How well ACER's critic fits the return early in training, on raw and on normalised rewards.
 
-The script trains the LunarLander-v3 preset twice from the same seed, once as it is and once with the rewards
+The script trains the LunarLander-v3 preset three times from the same seed: as it is; with the rewards
 scaled by ``VecNormalize`` (``normalize={'norm_obs': False}``, with ``ent_coef`` and ``delta`` divided by
-about the scale, so that the policy update keeps its weights). Every ``--every`` steps it plays the current
+about the scale, so that the policy update keeps its weights); and on raw rewards with three times the step
+for the critic's own parameters (``q_lr_ratio=3``). Every ``--every`` steps it plays the current
 policy (sampled actions) on a separately seeded env for at least ``--probe-steps`` steps of whole episodes,
 and compares the critic's ``V(x) = sum_a pi(a|x) Q(x, a)`` with the discounted Monte Carlo return ``G`` from
 each visited state (an episode cut by the time limit counts as ended there). ``V`` is reported in reward units
@@ -44,6 +45,8 @@ ENV_ID = "LunarLander-v3"
 #: The second configuration: rewards divided by VecNormalize's running return scale (about 50 here), with
 #: ent_coef (preset 0.01) and delta (0.1) divided by about the same.
 NORMALISED = {"normalize": {"norm_obs": False}, "ent_coef": 2e-4, "delta": 2e-3}
+#: Each configuration's name and its overrides of the preset.
+CONFIGS = {"preset": {}, "rewards normalised": NORMALISED, "critic step x3": {"q_lr_ratio": 3.0}}
 
 
 @dataclass
@@ -160,12 +163,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--every", type=int, default=25_000)
     parser.add_argument("--probe-steps", type=int, default=3_000)
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     th.set_num_threads(1)
     results = []
-    for config, overrides in (("preset", {}), ("rewards normalised", NORMALISED)):
-        results += run(config, overrides, args.seed, args.steps, args.every, args.probe_steps)
+    for config in args.configs:
+        results += run(config, CONFIGS[config], args.seed, args.steps, args.every, args.probe_steps)
     if args.out is not None:
         write_results(
             args.out,

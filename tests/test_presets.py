@@ -233,14 +233,32 @@ def test_critic_fit_benchmark_runs_and_records(tmp_path: pathlib.Path) -> None:
         ("preset", 640),
         ("rewards normalised", 320),
         ("rewards normalised", 640),
+        ("critic step x3", 320),
+        ("critic step x3", 640),
     ]
     for r in runs:
         assert r["probe_steps"] >= 50
         assert r["value_std"] >= 0.0 and r["return_std"] > 0.0
         assert -1.0 <= r["correlation"] <= 1.0
         assert r["explained_variance"] <= 1.0
-    assert [r["reward_scale"] for r in runs[:2]] == [1.0, 1.0]
+    assert [r["reward_scale"] for r in runs[:2] + runs[4:]] == [1.0] * 4
     # VecNormalize's scale: the running std of the discounted return, well above 1 for LunarLander.
-    assert all(r["reward_scale"] > 2.0 for r in runs[2:])
-    # The Q head starts at zero (gain 0.01) and two updates cannot move it far, in reward units either way.
+    assert all(r["reward_scale"] > 2.0 for r in runs[2:4])
+    # The Q head starts at zero (gain 0.01), and the probes come before the first update (a segment is
+    # 32 x 20 steps).
     assert all(abs(r["value_mean"]) < 1.0 for r in runs)
+
+
+def test_critic_fit_benchmark_runs_the_chosen_configurations(tmp_path: pathlib.Path) -> None:
+    from benchmarks import critic_fit
+
+    out = tmp_path / "fit.json"
+    argv = ["--steps", "1300", "--every", "1300", "--probe-steps", "20"]
+    critic_fit.main([*argv, "--configs", "critic step x3", "preset", "--out", str(out)])
+    runs = {r["config"]: r for r in json.loads(out.read_text())["results"]}
+    assert list(runs) == ["critic step x3", "preset"]
+    # Two updates (a segment is 32 x 20 steps) from the same seed: the critic with three times the step
+    # has moved about three times as far from zero.
+    assert [r["steps"] for r in runs.values()] == [1312, 1312]
+    ratio = runs["critic step x3"]["value_mean"] / runs["preset"]["value_mean"]
+    assert 2.0 < ratio < 4.0
