@@ -458,6 +458,7 @@ class ACER(BaseAlgorithm):
         settings = {k: v for k, v in saved.param_groups[0].items() if k != "params"}
         for group in self.optimizer.param_groups:
             group.update(settings)
+        self.optimizer.state.clear()  # as load_state_dict does: the saved state replaces the current one
         for group in saved.param_groups:
             for p in group["params"]:
                 if p in saved.state:

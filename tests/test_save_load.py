@@ -221,6 +221,21 @@ def test_load_with_another_q_lr_ratio_keeps_each_parameters_optimizer_state(
     )
 
 
+def test_set_parameters_from_another_grouping_replaces_the_optimizer_state(
+    trained: tuple[ACER, pathlib.Path],
+) -> None:
+    """A state saved before any update (and with one group) leaves no RMSProp state behind in a trained
+    model whose optimizer has two groups, as torch's load_state_dict would."""
+    _, path = trained
+    model = ACER.load(path)
+    assert len(model.optimizer.param_groups) == 2 and model.optimizer.state
+    fresh = ACER("MlpPolicy", "CartPole-v1", **{**HYPERPARAMETERS, "q_lr_ratio": 1.0})
+    assert len(fresh.optimizer.param_groups) == 1 and not fresh.optimizer.state
+    model.set_parameters(fresh.get_parameters())
+    assert not model.optimizer.state
+    assert_same_tensors(all_tensors(model), all_tensors(fresh))
+
+
 def test_set_env(trained: tuple[ACER, pathlib.Path]) -> None:
     _, path = trained
     loaded = ACER.load(path)
