@@ -490,9 +490,8 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     if args.eval_freq:
         eval_env = make_env(settings.env, 1, settings.seed + 1000)
         if isinstance(env, VecNormalize):
-            eval_env = evaluation_normalization(
-                eval_env, like=env
-            )  # EvalCallback syncs it before each evaluation
+            # EvalCallback syncs its statistics with the training env's before each evaluation.
+            eval_env = evaluation_normalization(eval_env, like=env)
         eval_callback = EvalCallback(
             eval_env,
             n_eval_episodes=args.eval_episodes,
