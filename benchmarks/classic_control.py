@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import evaluation_normalization, load_preset
+from sb3_acer.presets import evaluation_normalization, load_preset, wrapper_class
 
 THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
 
@@ -97,13 +97,15 @@ def make_run(algo: str, env_id: str, seed: int, budget_scale: float) -> tuple[Ba
         preset = load_preset(env_id)
         n_envs, n_timesteps = preset.n_envs, preset.n_timesteps
         normalize = preset.normalize_kwargs if preset.normalize else None
+        wrap = wrapper_class(preset.env_wrapper)
         kwargs = dict(preset.hyperparameters)
     else:
         spec = ZOO[(algo, env_id)]
         n_envs, n_timesteps = spec["n_envs"], spec["n_timesteps"]
         normalize = {} if spec["normalize"] else None
+        wrap = None
         kwargs = dict(spec["kwargs"])
-    env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrap)
     if normalize is not None:
         env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99), **normalize)
     cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO}[algo]
@@ -117,7 +119,9 @@ def run_one(algo: str, env_id: str, seed: int, budget_scale: float, eval_episode
     start = time.perf_counter()
     model.learn(n_timesteps, callback=tracker)
     train_seconds = time.perf_counter() - start
-    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+    # The training env's wrappers, outside its Monitor (a preset's env_wrapper).
+    wrap = wrapper_class(load_preset(env_id).env_wrapper) if algo == "ACER" else None
+    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000, wrapper_class=wrap)
     if isinstance(env, VecNormalize):
         eval_env = evaluation_normalization(eval_env, like=env)
     mean, std = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import write_results
 from sb3_acer import ACER
 from sb3_acer.functional import explained_variance
-from sb3_acer.presets import load_preset
+from sb3_acer.presets import load_preset, wrapper_class
 
 ENV_ID = "LunarLander-v3"
 #: The second configuration: rewards divided by VecNormalize's running return scale (about 50 here), with
@@ -77,7 +77,9 @@ def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
 def probe(model: Any, gamma: float, seed: int, min_steps: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """``V`` (times ``scale``) and the discounted return ``G`` over the whole episodes played from ``seed``
     until at least ``min_steps`` steps."""
-    env = make_vec_env(ENV_ID, n_envs=1, seed=seed)
+    env = make_vec_env(
+        ENV_ID, n_envs=1, seed=seed, wrapper_class=wrapper_class(load_preset(ENV_ID).env_wrapper)
+    )
     generator = th.Generator().manual_seed(seed)  # its own: training's random stream stays as without probes
     values: list[float] = []
     returns: list[float] = []
@@ -144,7 +146,8 @@ def run(
     preset = load_preset(ENV_ID)
     settings = {**preset.hyperparameters, **overrides}
     normalize = settings.pop("normalize", None)
-    env: VecEnv = make_vec_env(ENV_ID, n_envs=preset.n_envs, seed=seed)
+    wrap = wrapper_class(preset.env_wrapper)
+    env: VecEnv = make_vec_env(ENV_ID, n_envs=preset.n_envs, seed=seed, wrapper_class=wrap)
     gamma = float(settings.get("gamma", 0.99))
     if normalize is not None:
         env = VecNormalize(env, gamma=gamma, **normalize)

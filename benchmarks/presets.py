@@ -49,7 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
-from sb3_acer.presets import evaluation_normalization, load_preset, normalize_kwargs, resolve_policy_kwargs
+from sb3_acer.presets import (
+    env_wrappers,
+    evaluation_normalization,
+    load_preset,
+    normalize_kwargs,
+    resolve_policy_kwargs,
+    wrapper_class,
+)
 
 # The SB2 rl-baselines-zoo benchmark table (stochastic actions, ~150k evaluation steps of one trained agent).
 SB2_ZOO = {
@@ -105,6 +112,7 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
         "n_timesteps": preset.n_timesteps,
         "policy": preset.policy,
         "normalize": preset.normalize_kwargs if preset.normalize else False,
+        "env_wrapper": [{spec.name: spec.kwargs} for spec in preset.env_wrapper],
         **preset.hyperparameters,
         **overrides,
     }
@@ -112,9 +120,10 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     n_timesteps = int(float(settings.pop("n_timesteps")))
     policy = str(settings.pop("policy"))
     vec_normalize_kwargs = normalize_kwargs(settings.pop("normalize"))
+    wrap = wrapper_class(env_wrappers(settings.pop("env_wrapper")))
     if "policy_kwargs" in settings:
         settings["policy_kwargs"] = resolve_policy_kwargs(settings["policy_kwargs"])
-    env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrap)
     if vec_normalize_kwargs is not None:
         env = VecNormalize(env, gamma=float(settings.get("gamma", 0.99)), **vec_normalize_kwargs)
     model = ACER(policy, env, seed=seed, **settings)
@@ -126,7 +135,7 @@ def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: in
     time_limit = gym.spec(env_id).max_episode_steps
     evals: dict[bool, tuple[float, float, float, float]] = {}
     for deterministic in (False, True):
-        eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+        eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000, wrapper_class=wrap)
         if isinstance(env, VecNormalize):
             eval_env = evaluation_normalization(eval_env, like=env)
         returns, lengths = evaluate_policy(

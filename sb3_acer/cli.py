@@ -7,7 +7,7 @@
   ``VecNormalize`` when the run normalises (``model.vecnormalize.npz``, plain arrays, no pickle) and the
   evaluations of ``--eval-freq`` (``evaluations.npz``).
 - ``sb3-acer enjoy MODEL`` runs a saved model for a few episodes and prints the returns; it reads the
-  environment id and the normalisation statistics written next to the model by ``train``.
+  environment id, its wrappers and the normalisation statistics written next to the model by ``train``.
 - ``sb3-acer plot RUN_DIR...`` draws episode return against environment steps from the ``Monitor`` logs,
   the mean and standard deviation over the seeds of each experiment, to a PNG.
 
@@ -45,11 +45,14 @@ import sb3_acer
 from sb3_acer.acer import ACER
 from sb3_acer.presets import (
     Preset,
+    WrapperSpec,
     available_presets,
+    env_wrappers,
     evaluation_normalization,
     load_preset,
     normalize_kwargs,
     resolve_policy_kwargs,
+    wrapper_class,
 )
 from sb3_acer.serialization import ModelFileError
 
@@ -72,7 +75,7 @@ OWN_FLAGS = {
     "n_timesteps": "--timesteps",
 }
 #: ``--hyperparams`` keys that describe the run rather than the model.
-RUN_KEYS = ("normalize",)
+RUN_KEYS = ("normalize", "env_wrapper")
 BARE_STRING = re.compile(r"[A-Za-z_][\w.\-/]*")
 
 
@@ -192,15 +195,20 @@ def make_env(
     monitor_dir: pathlib.Path | None = None,
     render_mode: str | None = None,
     video: Callable[[gym.Env], gym.Env] | None = None,
+    wrappers: tuple[WrapperSpec, ...] = (),
 ) -> VecEnv:
     """A ``DummyVecEnv`` of ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack).
 
-    ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it.
+    ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
+    run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.
     """
     from stable_baselines3.common.atari_wrappers import AtariWrapper
 
+    outer = wrapper_class(wrappers)
+
     def wrap(env: gym.Env) -> gym.Env:
-        return AtariWrapper(env) if info.atari else env
+        env = AtariWrapper(env) if info.atari else env
+        return outer(env) if outer is not None else env
 
     env_kwargs: dict[str, Any] = {}
     if render_mode is not None:
@@ -305,6 +313,8 @@ class TrainSettings(NamedTuple):
     normalize: bool
     #: ``VecNormalize`` arguments when ``normalize`` is set (empty: its defaults).
     normalize_kwargs: dict[str, Any]
+    #: Wrappers of each env, outside its ``Monitor`` (the preset's or ``--hyperparams``' ``env_wrapper``).
+    env_wrapper: tuple[WrapperSpec, ...]
     hyperparameters: dict[str, Any]
     seed: int
     source: str
@@ -321,10 +331,12 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
     except KeyError:
         preset = None
     vec_normalize_kwargs: dict[str, Any] = {}
+    wrappers: tuple[WrapperSpec, ...] = ()
     if preset is not None:
         n_envs, timesteps, policy = preset.n_envs, preset.n_timesteps, preset.policy
         normalize, hyperparameters = preset.normalize, dict(preset.hyperparameters)
         vec_normalize_kwargs = dict(preset.normalize_kwargs)
+        wrappers = preset.env_wrapper
         source = f"Using the tuned preset for {args.env_id} (sb3_acer/presets/acer.yml)."
     elif info.atari:
         n_envs, timesteps, policy, normalize, hyperparameters = (
@@ -354,6 +366,11 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         except ValueError as error:
             raise UsageError(f"--hyperparams {error}") from None
         normalize, vec_normalize_kwargs = parsed is not None, parsed or {}
+    if "env_wrapper" in overrides:
+        try:
+            wrappers = env_wrappers(overrides.pop("env_wrapper"))
+        except ValueError as error:
+            raise UsageError(f"--hyperparams {error}") from None
     hyperparameters.update(overrides)
     if "policy_kwargs" in hyperparameters:
         hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
@@ -370,6 +387,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         policy=policy,
         normalize=normalize,
         normalize_kwargs=vec_normalize_kwargs,
+        env_wrapper=wrappers,
         hyperparameters=hyperparameters,
         seed=args.seed,
         source=source,
@@ -408,6 +426,11 @@ def _prepare_run_dir(run_dir: pathlib.Path, overwrite: bool) -> None:
     for path in [*old, run_dir / "evaluations.npz"]:
         path.unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _describe(spec: WrapperSpec) -> str:
+    name = spec.name.rpartition(".")[2]
+    return f"{name}({spec.kwargs})" if spec.kwargs else name
 
 
 def _count(n: int, noun: str) -> str:
@@ -456,12 +479,15 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         f"{settings.n_envs} envs, seed {settings.seed}"
         + (", VecNormalize" if settings.normalize else "")
         + (f"({settings.normalize_kwargs})" if settings.normalize and settings.normalize_kwargs else "")
+        + "".join(f", {_describe(spec)}" for spec in settings.env_wrapper)
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
 
     env: VecEnv | None = None
     try:
-        env = make_env(settings.env, settings.n_envs, settings.seed, monitor_dir=run_dir)
+        env = make_env(
+            settings.env, settings.n_envs, settings.seed, monitor_dir=run_dir, wrappers=settings.env_wrapper
+        )
         if settings.normalize:
             gamma = float(settings.hyperparameters.get("gamma", 0.99))
             env = VecNormalize(env, gamma=gamma, **settings.normalize_kwargs)
@@ -488,7 +514,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
     if args.eval_freq:
-        eval_env = make_env(settings.env, 1, settings.seed + 1000)
+        eval_env = make_env(settings.env, 1, settings.seed + 1000, wrappers=settings.env_wrapper)
         if isinstance(env, VecNormalize):
             # EvalCallback syncs its statistics with the training env's before each evaluation.
             eval_env = evaluation_normalization(eval_env, like=env)
@@ -531,6 +557,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         policy=settings.policy,
         normalize=settings.normalize,
         normalize_kwargs=settings.normalize_kwargs,
+        env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
         seed=settings.seed,
         hyperparameters=_json_safe(settings.hyperparameters),
         run_dir=str(run_dir),
@@ -613,6 +640,10 @@ def _enjoy(args: argparse.Namespace) -> int:
     if not env_id:
         raise UsageError(f"pass --env ENV_ID ({info_path} does not exist to name the environment)")
     info = resolve_env(env_id)
+    try:
+        wrappers = env_wrappers(run_info.get("env_wrapper"))
+    except ValueError as error:
+        raise CLIError(f"{info_path}: {error}") from None
     if args.video_folder is not None and args.render:
         raise UsageError("--render and --video-folder cannot be combined")
     video = None if args.video_folder is None else _video_recorder(info, args.video_folder, args.episodes)
@@ -621,7 +652,7 @@ def _enjoy(args: argparse.Namespace) -> int:
     except ModelFileError as error:
         raise CLIError(f"cannot load {model_path}: {error}") from None
     render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
-    env = make_env(info, 1, args.seed, render_mode=render_mode, video=video)
+    env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
     normalization_path = _sidecar(model_path, ".vecnormalize.npz")
     if normalization_path.is_file():
         env = load_normalization(env, normalization_path)
@@ -801,8 +832,10 @@ Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TI
 {ATARI_TIMESTEPS} steps, as SB2's run_atari).
 --hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}) or bare
 words (linear). Besides ACER's constructor arguments, 'normalize' turns VecNormalize on: True, or a
-dict of its arguments ({{'norm_obs': False}}: rewards only). Inside policy_kwargs, 'activation_fn' may
-name a torch.nn class ('ReLU') and 'optimizer_class' a torch.optim class ('Adam')."""
+dict of its arguments ({{'norm_obs': False}}: rewards only), and 'env_wrapper' wraps each env, as in the
+zoo: TimeFeatureWrapper (sb3-contrib's: the remaining time as an extra observation), None for no wrapper.
+Inside policy_kwargs, 'activation_fn' may name a torch.nn class ('ReLU') and 'optimizer_class' a
+torch.optim class ('Adam')."""
 
 ENJOY_EXAMPLES = f"""\
 examples:
@@ -811,8 +844,8 @@ examples:
   {PROG} enjoy my_model.zip --env CartPole-v1   # a model saved from Python
   {PROG} enjoy logs/CartPole-v1_0 --video-folder videos/   # needs moviepy
 
-The environment id and the VecNormalize statistics are read from MODEL.json and MODEL.vecnormalize.npz
-next to the model, as written by '{PROG} train'."""
+The environment id, its wrappers and the VecNormalize statistics are read from MODEL.json and
+MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'."""
 
 PLOT_EXAMPLES = f"""\
 examples:

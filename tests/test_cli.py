@@ -81,6 +81,14 @@ def test_unknown_env_id_is_one_line_and_exit_code_2(
         ("normalize=1", "--hyperparams normalize must be True, False or a dict of VecNormalize arguments"),
         ("normalize={'norm_rewards': True}", "--hyperparams normalize: unknown VecNormalize argument"),
         (
+            "env_wrapper=TimeLimit",
+            "--hyperparams env_wrapper: unknown wrapper 'TimeLimit'; accepted: sb3_contrib",
+        ),
+        (
+            "env_wrapper={'TimeFeatureWrapper': {'max_step': 10}}",
+            "--hyperparams env_wrapper: TimeFeatureWrapper: got an unexpected keyword argument 'max_step'",
+        ),
+        (
             "policy_kwargs={'activation_fn': 'relu'}",
             "policy_kwargs: activation_fn 'relu' is not a torch.nn class",
         ),
@@ -305,6 +313,36 @@ def test_normalize_dict_sets_vecnormalize_arguments_and_enjoy_follows(
     code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1", "--deterministic")
     assert code == 0, err
     assert "CartPole-v1: mean return over 1 episodes" in out
+
+
+def test_env_wrapper_wraps_training_evaluation_and_enjoy(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    setting = "env_wrapper=[{'TimeFeatureWrapper': {'max_steps': 400}}]"
+    code, out, err = train(
+        capsys, tmp_path, "--hyperparams", setting, "--eval-freq", "250", "--eval-episodes", "1"
+    )
+    assert code == 0, err
+    assert "seed 0, TimeFeatureWrapper({'max_steps': 400})" in out
+    assert "evaluation return (1 episode at step 496)" in out  # the evaluation env has the feature too
+    run_dir = tmp_path / "CartPole-v1_0"
+    info = json.loads((run_dir / "model.json").read_text())
+    assert info["env_wrapper"] == [{"sb3_contrib.common.wrappers.TimeFeatureWrapper": {"max_steps": 400}}]
+    model = ACER.load(run_dir / "model.zip")
+    assert model.observation_space.shape == (5,)  # CartPole's 4 numbers and the remaining time
+    code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
+    assert code == 0, err
+    assert "CartPole-v1: mean return over 1 episodes" in out
+    # Without the wrapper in MODEL.json the env does not fit the model: a one-line error, not a crash.
+    info["env_wrapper"] = []
+    (run_dir / "model.json").write_text(json.dumps(info))
+    code, _, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
+    assert_one_line_error(code, err, 2, "the model does not fit CartPole-v1")
+    # MODEL.json may only name an accepted wrapper: it is data, not a way to import code.
+    info["env_wrapper"] = ["os.system"]
+    (run_dir / "model.json").write_text(json.dumps(info))
+    code, _, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
+    assert_one_line_error(code, err, 1, f"{run_dir / 'model.json'}: env_wrapper: unknown wrapper 'os.system'")
 
 
 def test_normalize_false_overrides_a_normalizing_preset(

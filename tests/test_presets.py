@@ -14,11 +14,14 @@ from torch import nn, optim
 
 from sb3_acer import ACER
 from sb3_acer.presets import (
+    WrapperSpec,
     available_presets,
+    env_wrappers,
     evaluation_normalization,
     load_preset,
     normalize_kwargs,
     resolve_policy_kwargs,
+    wrapper_class,
 )
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -28,7 +31,7 @@ DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
     preset = load_preset(env_id)
     assert preset.n_timesteps > 0 and preset.n_envs > 0
-    env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0)
+    env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0, wrapper_class=wrapper_class(preset.env_wrapper))
     if preset.normalize:
         gamma = float(preset.hyperparameters.get("gamma", 0.99))
         env = VecNormalize(env, gamma=gamma, **preset.normalize_kwargs)
@@ -262,3 +265,70 @@ def test_critic_fit_benchmark_runs_the_chosen_configurations(tmp_path: pathlib.P
     assert [r["steps"] for r in runs.values()] == [1312, 1312]
     ratio = runs["critic step x3"]["value_mean"] / runs["preset"]["value_mean"]
     assert 2.0 < ratio < 4.0
+
+
+TIME_FEATURE = "sb3_contrib.common.wrappers.TimeFeatureWrapper"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ()),
+        (False, ()),
+        ([], ()),
+        ("TimeFeatureWrapper", (WrapperSpec(TIME_FEATURE, {}),)),
+        (TIME_FEATURE, (WrapperSpec(TIME_FEATURE, {}),)),
+        ({TIME_FEATURE: {"max_steps": 50}}, (WrapperSpec(TIME_FEATURE, {"max_steps": 50}),)),
+        ({"TimeFeatureWrapper": None}, (WrapperSpec(TIME_FEATURE, {}),)),
+        # As --hyperparams passes it, and as a zoo file lists several.
+        ("[{'TimeFeatureWrapper': {'test_mode': True}}]", (WrapperSpec(TIME_FEATURE, {"test_mode": True}),)),
+        (
+            ["TimeFeatureWrapper", {"TimeFeatureWrapper": {"max_steps": 9}}],
+            (WrapperSpec(TIME_FEATURE, {}), WrapperSpec(TIME_FEATURE, {"max_steps": 9})),
+        ),
+    ],
+)
+def test_env_wrapper_setting_is_read_as_the_zoo_writes_it(value: object, expected: tuple) -> None:
+    assert env_wrappers(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "gymnasium.wrappers.TimeLimit",
+            "env_wrapper: unknown wrapper 'gymnasium.wrappers.TimeLimit'; accepted: ",
+        ),
+        ("os.system", "env_wrapper: unknown wrapper 'os.system'"),
+        ({"TimeFeatureWrapper": {"steps": 5}}, "env_wrapper: TimeFeatureWrapper: got an unexpected keyword"),
+        ({"TimeFeatureWrapper": 5}, "env_wrapper must be a wrapper name, a {name: kwargs} mapping"),
+        (
+            {"TimeFeatureWrapper": {}, "Other": {}},
+            "env_wrapper must be a wrapper name, a {name: kwargs} mapping",
+        ),
+        (3, "env_wrapper must be a wrapper name"),
+    ],
+)
+def test_bad_env_wrapper_settings_name_the_problem(value: object, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        env_wrappers(value)
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_time_feature_wrapper_appends_the_remaining_time_outside_monitor() -> None:
+    wrap = wrapper_class(env_wrappers("TimeFeatureWrapper"))
+    assert wrap is not None and wrapper_class(()) is None
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0, wrapper_class=wrap)
+    assert env.observation_space.shape == (5,)
+    obs = env.reset()
+    assert obs[0, -1] == 1.0
+    for step in range(1, 4):
+        obs, _, dones, infos = env.step(np.array([step % 2]))
+        assert not dones[0]
+        # CartPole-v1's time limit, 500 steps, read from the env's spec.
+        assert obs[0, -1] == pytest.approx(1.0 - step / 500)
+    # The episode statistics come from the Monitor inside the wrapper: the raw returns and lengths.
+    while not dones[0]:
+        obs, _, dones, infos = env.step(np.array([0]))
+    assert infos[0]["episode"]["r"] == infos[0]["episode"]["l"] > 3
+    assert obs[0, -1] == 1.0  # the next episode's first observation
