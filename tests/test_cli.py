@@ -345,6 +345,25 @@ def test_env_wrapper_wraps_training_evaluation_and_enjoy(
     assert_one_line_error(code, err, 1, f"{run_dir / 'model.json'}: env_wrapper: unknown wrapper 'os.system'")
 
 
+def test_env_wrapper_that_does_not_fit_the_env_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, _, err = run(
+        capsys,
+        "train",
+        "FrozenLake-v1",
+        *FAST,
+        "--log-folder",
+        str(tmp_path),
+        "--hyperparams",
+        "env_wrapper=TimeFeatureWrapper",
+    )
+    assert_one_line_error(
+        code, err, 2, "invalid settings: env_wrapper TimeFeatureWrapper: `TimeFeatureWrapper` only supports"
+    )
+    assert not (tmp_path / "FrozenLake-v1_0").exists()
+
+
 def test_normalize_false_overrides_a_normalizing_preset(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:

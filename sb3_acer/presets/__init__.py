@@ -204,7 +204,11 @@ def wrapper_class(specs: tuple[WrapperSpec, ...]) -> Callable[[gym.Env], gym.Env
 
     def wrap(env: gym.Env) -> gym.Env:
         for cls, kwargs in classes:
-            env = cls(env, **kwargs)
+            try:
+                env = cls(env, **kwargs)
+            except AssertionError as error:  # sb3-contrib checks the observation space with assert
+                env.close()  # the Monitor inside has opened its log file
+                raise ValueError(f"env_wrapper {cls.__name__}: {error}") from None
         return env
 
     return wrap
