@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import torch as th
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -92,7 +93,9 @@ class RunResult:
     train_seconds: float
 
 
-def make_run(algo: str, env_id: str, seed: int, budget_scale: float) -> tuple[BaseAlgorithm, VecEnv, int]:
+def make_run(
+    algo: str, env_id: str, seed: int, budget_scale: float
+) -> tuple[BaseAlgorithm, VecEnv, int, Callable[[gym.Env], gym.Env] | None]:
     if algo == "ACER":
         preset = load_preset(env_id)
         n_envs, n_timesteps = preset.n_envs, preset.n_timesteps
@@ -110,17 +113,16 @@ def make_run(algo: str, env_id: str, seed: int, budget_scale: float) -> tuple[Ba
         env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99), **normalize)
     cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO}[algo]
     model = cls("MlpPolicy", env, seed=seed, **kwargs)
-    return model, env, int(n_timesteps * budget_scale)
+    return model, env, int(n_timesteps * budget_scale), wrap
 
 
 def run_one(algo: str, env_id: str, seed: int, budget_scale: float, eval_episodes: int) -> RunResult:
-    model, env, n_timesteps = make_run(algo, env_id, seed, budget_scale)
+    model, env, n_timesteps, wrap = make_run(algo, env_id, seed, budget_scale)
     tracker = ThresholdTracker(THRESHOLDS[env_id], window=20)
     start = time.perf_counter()
     model.learn(n_timesteps, callback=tracker)
     train_seconds = time.perf_counter() - start
     # The training env's wrappers, outside its Monitor (a preset's env_wrapper).
-    wrap = wrapper_class(load_preset(env_id).env_wrapper) if algo == "ACER" else None
     eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000, wrapper_class=wrap)
     if isinstance(env, VecNormalize):
         eval_env = evaluation_normalization(eval_env, like=env)

@@ -24,10 +24,12 @@ import argparse
 import multiprocessing
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
@@ -74,12 +76,17 @@ def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
     return returns[::-1]
 
 
-def probe(model: Any, gamma: float, seed: int, min_steps: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def probe(
+    model: Any,
+    gamma: float,
+    seed: int,
+    min_steps: int,
+    scale: float,
+    wrap: Callable[[gym.Env], gym.Env] | None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``V`` (times ``scale``) and the discounted return ``G`` over the whole episodes played from ``seed``
     until at least ``min_steps`` steps."""
-    env = make_vec_env(
-        ENV_ID, n_envs=1, seed=seed, wrapper_class=wrapper_class(load_preset(ENV_ID).env_wrapper)
-    )
+    env = make_vec_env(ENV_ID, n_envs=1, seed=seed, wrapper_class=wrap)
     generator = th.Generator().manual_seed(seed)  # its own: training's random stream stays as without probes
     values: list[float] = []
     returns: list[float] = []
@@ -107,10 +114,17 @@ class Prober(BaseCallback):
     learning-rate schedule is the preset's) and stops it after ``steps``."""
 
     def __init__(
-        self, config: str, seed: int, gamma: float, steps: int, every: int, probe_steps: int
+        self,
+        config: str,
+        seed: int,
+        gamma: float,
+        steps: int,
+        every: int,
+        probe_steps: int,
+        wrap: Callable[[gym.Env], gym.Env] | None,
     ) -> None:
         super().__init__()
-        self.config, self.seed, self.gamma = config, seed, gamma
+        self.config, self.seed, self.gamma, self.wrap = config, seed, gamma, wrap
         self.steps, self.every, self.probe_steps = steps, every, probe_steps
         self.next_probe = every
         self.fits: list[CriticFit] = []
@@ -121,7 +135,7 @@ class Prober(BaseCallback):
             env = self.model.get_env()
             scale = float(np.sqrt(env.ret_rms.var + env.epsilon)) if isinstance(env, VecNormalize) else 1.0
             probe_seed = self.seed + 10_000 + self.num_timesteps
-            v, g = probe(self.model, self.gamma, probe_seed, self.probe_steps, scale)
+            v, g = probe(self.model, self.gamma, probe_seed, self.probe_steps, scale, self.wrap)
             fit = CriticFit(
                 config=self.config,
                 seed=self.seed,
@@ -152,7 +166,7 @@ def run(
     if normalize is not None:
         env = VecNormalize(env, gamma=gamma, **normalize)
     model = ACER(preset.policy, env, seed=seed, **settings)
-    prober = Prober(config, seed, gamma, steps, every, probe_steps)
+    prober = Prober(config, seed, gamma, steps, every, probe_steps, wrap)
     model.learn(preset.n_timesteps, callback=prober)
     env.close()
     return prober.fits
