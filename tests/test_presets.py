@@ -212,6 +212,16 @@ def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
     assert shlex.split(command) == ["python", "benchmarks/presets.py", *args]
 
 
+def test_sb2_reference_command_leaves_out_only_the_output_path() -> None:
+    """benchmarks/sb2_reference.py runs under SB2's Python 3.7; its recorded command drops ``--out PATH`` in
+    both spellings and nothing else."""
+    from benchmarks.sb2_reference import _without_out
+
+    args = ["--seeds", "0", "1", "--out", "r.json", "--jobs", "2", "--out=s.json", "--timesteps", "100"]
+    assert _without_out(args) == ["--seeds", "0", "1", "--jobs", "2", "--timesteps", "100"]
+    assert _without_out(["--outdir", "x"]) == ["--outdir", "x"]
+
+
 def test_discounted_returns_match_the_direct_sum() -> None:
     from benchmarks.critic_fit import discounted_returns
 
