@@ -33,8 +33,28 @@ import warnings
 
 # rl-baselines-zoo hyperparams/acer.yml (2018), the entries that are not SB2 defaults; n_envs and n_timesteps
 # are the zoo's too. The stored agents' pickles confirm lr_schedule "linear" (SB2's default).
+# ``normalize: true`` there means SB2's ``VecNormalize`` with its defaults (observations and rewards) in
+# training, and the zoo's enjoy.py evaluated with the saved observation statistics, frozen, and raw rewards.
 ZOO = {
-    "LunarLander-v2": {"n_envs": 16, "n_timesteps": 1_000_000, "hyperparams": {"gamma": 0.999}},
+    "CartPole-v1": {
+        "n_envs": 8,
+        "n_timesteps": 500_000,
+        "normalize": False,
+        "hyperparams": {"ent_coef": 0.0},
+    },
+    "Acrobot-v1": {"n_envs": 16, "n_timesteps": 500_000, "normalize": True, "hyperparams": {"ent_coef": 0.0}},
+    "MountainCar-v0": {
+        "n_envs": 16,
+        "n_timesteps": 1_000_000,
+        "normalize": True,
+        "hyperparams": {"ent_coef": 0.0},
+    },
+    "LunarLander-v2": {
+        "n_envs": 16,
+        "n_timesteps": 1_000_000,
+        "normalize": False,
+        "hyperparams": {"gamma": 0.999},
+    },
 }
 
 
@@ -47,7 +67,7 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
     from stable_baselines import ACER
     from stable_baselines.bench import Monitor
     from stable_baselines.common import set_global_seeds
-    from stable_baselines.common.vec_env import DummyVecEnv
+    from stable_baselines.common.vec_env import DummyVecEnv, VecNormalize
 
     config = ZOO[env_id]
     n_envs = int(config["n_envs"])
@@ -62,7 +82,8 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
         return _init
 
     set_global_seeds(seed)
-    env = DummyVecEnv([make_env(rank) for rank in range(n_envs)])
+    monitored = DummyVecEnv([make_env(rank) for rank in range(n_envs)])
+    env = VecNormalize(monitored) if config["normalize"] else monitored
     model = ACER("MlpPolicy", env, seed=seed, n_cpu_tf_sess=1, verbose=0, **config["hyperparams"])
     start = time.perf_counter()
     model.learn(n_timesteps)
@@ -70,7 +91,7 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
 
     # The envs step in lockstep: an episode ending after k of its env's steps ends at global step ~k * n_envs.
     episodes = []
-    for monitor in env.envs:
+    for monitor in monitored.envs:
         ends = np.cumsum(monitor.get_episode_lengths()) * n_envs
         episodes.extend(zip(ends.tolist(), monitor.get_episode_rewards()))  # noqa: B905 (no strict= in 3.7)
     episodes.sort()
@@ -90,7 +111,8 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
         for _ in range(eval_episodes):
             obs, done, total, length = eval_env.reset(), False, 0.0, 0
             while not done:
-                action, _ = model.predict(obs, deterministic=deterministic)
+                seen = env.normalize_obs(obs) if config["normalize"] else obs
+                action, _ = model.predict(seen, deterministic=deterministic)
                 obs, reward, done, _ = eval_env.step(action)
                 total += float(reward)
                 length += 1
@@ -109,6 +131,7 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
         "seed": seed,
         "n_timesteps": int(model.num_timesteps),
         "hyperparams": config["hyperparams"],
+        "normalize": config["normalize"],
         "eval_stochastic_mean": evals[False][0],
         "eval_stochastic_std": evals[False][1],
         "eval_deterministic_mean": evals[True][0],
@@ -141,7 +164,8 @@ def _without_out(argv: list[str]) -> list[str]:
     return kept
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="LunarLander-v2", choices=sorted(ZOO))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
@@ -149,8 +173,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timesteps", type=int, default=None, help="default: the zoo's n_timesteps")
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--out", type=str, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     n_timesteps = args.timesteps or int(ZOO[args.env]["n_timesteps"])
     jobs = [(args.env, seed, n_timesteps, args.eval_episodes) for seed in args.seeds]
     with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
