@@ -221,7 +221,8 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -236,7 +237,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", default=None, help="also write the JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = build_parser().parse_args(argv)
 
     th.set_num_threads(args.torch_threads)
     device = args.device

@@ -172,7 +172,8 @@ def summarise(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -183,7 +184,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for every run")
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
 
     th.set_num_threads(args.threads)
     results: list[RunResult] = []

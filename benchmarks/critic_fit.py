@@ -172,7 +172,8 @@ def run(
     return prober.fits
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -182,7 +183,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probe-steps", type=int, default=3_000)
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     th.set_num_threads(1)
     results = []
     for config in args.configs:

@@ -209,7 +209,8 @@ def summarise(results: list[PresetResult]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -226,7 +227,11 @@ def main(argv: list[str] | None = None) -> None:
         help="override preset entries (repeatable: each --set adds to the previous ones)",
     )
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
 
     overrides = parse_overrides(args.set)
     jobs = [(env_id, seed, overrides, args.eval_episodes) for env_id in args.envs for seed in args.seeds]

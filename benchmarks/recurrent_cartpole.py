@@ -194,7 +194,8 @@ def summarise(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -212,7 +213,11 @@ def main(argv: list[str] | None = None) -> None:
         help="control: train on CartPole-v1 with its velocities (any policy should solve it)",
     )
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
 
     import ast
 

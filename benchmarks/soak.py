@@ -123,7 +123,8 @@ def markdown(samples: list[dict[str, Any]], summary: dict[str, Any], rows: int =
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -133,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-growth-mb", type=float, default=50.0, help="allowed growth after full")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write samples and summary as JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     th.set_num_threads(1)
     env = make_vec_env("CartPole-v1", n_envs=args.n_envs, seed=args.seed)

@@ -1,4 +1,5 @@
-"""Every ```python block of README.md and docs/*.md runs, each as its own test.
+"""Every ```python block of README.md and docs/*.md runs, each as its own test; every command of their
+other blocks (```bash) runs or is checked (see "shell blocks" below).
 
 Each block runs as a script (``python block.py``) in an empty temporary folder, so files it writes stay
 there and ``SubprocVecEnv`` workers can import it. The blocks must be quick (short ``learn`` calls).
@@ -9,12 +10,16 @@ block that cannot run quickly anywhere (it is reported as skipped).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 
 import pytest
 
@@ -108,3 +113,182 @@ def test_block_runs(block: Block, tmp_path: pathlib.Path) -> None:
     assert result.returncode == 0, (
         f"{block.name} failed (exit code {result.returncode}):\n{result.stderr[-4000:]}"
     )
+
+
+# ---------------------------------------------------------------------------------------- shell blocks
+# Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer` and run_atari examples
+# run in-process, in order, in a temporary folder that also holds `benchmarks/` (linked) and an empty `docs/`,
+# with their training budgets cut (CUTS); with `--device cuda` on a machine without CUDA they are only
+# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/benchmarks.md's),
+# so they are parsed with each script's own `build_parser()`, and the presets' `--set` keys and `--envs` are
+# checked against the settings that exist. `make` targets and the `pip install` extras must exist, and the
+# torch pin must be the Makefile's. A command of no known kind fails the test.
+
+#: Appended to a command before it runs: the budget cuts (the last occurrence of an option wins).
+CUTS = {
+    "train": ["--timesteps", "400"],
+    "run_atari": ["--num-timesteps", "80", "--n-envs", "2", "--buffer-size", "40", "--replay-start", "20"],
+}
+#: Commands checked by reading only: they build SB2's Python 3.7 environment from the network.
+NOT_RUN = {"python3.7": "creates SB2's environment", "sb2/bin/pip": "installs SB2's environment"}
+
+
+def shell_commands(path: pathlib.Path) -> list[tuple[int, list[str]]]:
+    """The commands of a Markdown file's non-Python fenced blocks: (line of the fence, argv) each."""
+    text = path.read_text()
+    commands = []
+    for match in FENCE.finditer(text):
+        if match["info"].strip().split(" ")[0] in ("python", "py"):
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        body = textwrap.dedent(match["body"]).replace("\\\n", " ")
+        for source in body.splitlines():
+            tokens = shlex.split(source, comments=True)
+            while tokens:
+                end = tokens.index("&&") if "&&" in tokens else len(tokens)
+                commands.append((line, tokens[:end]))
+                tokens = tokens[end + 1 :]
+    return commands
+
+
+def _makefile() -> str:
+    return (ROOT / "Makefile").read_text()
+
+
+def _check_pip(args: list[str]) -> None:
+    assert args[0] == "install", args
+    extras = metadata.metadata("sb3-acer").get_all("Provides-Extra") or []
+    torch_pin = re.search(r"^TORCH_VERSION := (\S+)$", _makefile(), re.M)
+    assert torch_pin, "the Makefile pins no TORCH_VERSION"
+    for arg in args[1:]:
+        extra = re.fullmatch(r"\.\[(\w+)\]", arg)
+        if extra:
+            assert extra[1] in extras, f"sb3-acer has no extra {extra[1]!r}"
+        elif arg.startswith("torch=="):
+            assert arg == f"torch=={torch_pin[1]}", f"{arg} is not the Makefile's torch {torch_pin[1]}"
+        else:
+            assert arg in ("-e", "."), f"unexpected pip argument {arg!r}"
+
+
+def _check_benchmark(script: str, args: list[str]) -> None:
+    path = pathlib.PurePosixPath(script)
+    assert path.parent == pathlib.PurePosixPath("benchmarks") and (ROOT / path).is_file(), script
+    module = importlib.import_module(f"benchmarks.{path.stem}")
+    namespace = module.build_parser().parse_args(args)
+    if path.stem == "presets":
+        from sb3_acer import ACER
+        from sb3_acer.presets import available_presets
+
+        assert set(namespace.envs) <= set(available_presets()), namespace.envs
+        known = {"n_envs", "n_timesteps", "policy", "normalize", "env_wrapper"}
+        known |= set(inspect.signature(ACER.__init__).parameters)
+        unknown = set(module.parse_overrides(namespace.set)) - known
+        assert not unknown, f"--set names no setting: {sorted(unknown)}"
+
+
+def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from sb3_acer.cli import main
+
+    if args and args[0] == "train":
+        args = args + CUTS["train"]
+    capsys.readouterr()  # the error below is this command's only
+    code = main(args)
+    assert code == 0, f"exit code {code}: {capsys.readouterr().err[-2000:]}"
+    if "--out" in args:
+        out = pathlib.Path(args[args.index("--out") + 1])
+        assert out.is_file() and out.stat().st_size > 1000, f"{out} is missing or empty"
+
+
+def _run_atari(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    from sb3_acer.run_atari import build_parser, main
+
+    if "-h" in args or "--help" in args:
+        with pytest.raises(SystemExit) as exit_:
+            main(args)
+        assert exit_.value.code == 0 and "--num-timesteps" in capsys.readouterr().out
+    elif build_parser().parse_args(args).device.startswith("cuda") and not torch.cuda.is_available():
+        return  # parsed: the run needs a GPU
+    else:
+        assert main(args + CUTS["run_atari"]).is_file()
+
+
+def check_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Run or check one documented command (see the comment above CUTS); fails on an unknown kind."""
+    if argv[:2] == ["nice", "-n"]:
+        argv = argv[3:]
+    program, args = argv[0], argv[1:]
+    if program in NOT_RUN:
+        return
+    if program == "make":
+        for target in args:
+            assert re.search(rf"^{re.escape(target)}:", _makefile(), re.M), f"no make target {target!r}"
+    elif program == "pip":
+        _check_pip(args)
+    elif program == "bash":
+        assert (ROOT / args[0]).is_file(), args[0]
+        subprocess.run(["bash", "-n", str(ROOT / args[0])], check=True)
+    elif program == "sb3-acer" or (program == "python" and args[:2] == ["-m", "sb3_acer"]):
+        _run_cli(args if program == "sb3-acer" else args[2:], capsys)
+    elif program == "python" and args[:2] == ["-m", "sb3_acer.run_atari"]:
+        _run_atari(args[2:], capsys)
+    elif program.split("/")[-1].startswith("python") and args and args[0].endswith(".py"):
+        _check_benchmark(args[0], args[1:])
+    else:
+        pytest.fail(f"a documented command of no known kind: {shlex.join(argv)}")
+
+
+SHELL_DOCUMENTS = [path for path in DOCUMENTS if shell_commands(path)]
+
+
+def test_shell_commands_are_found() -> None:
+    readme = [shlex.join(argv) for _, argv in shell_commands(ROOT / "README.md")]
+    assert "make run" in readme and "make test" in readme
+    assert any(command.startswith("sb3-acer plot ") for command in readme)
+    assert any(argv[:1] == ["nice"] for _, argv in shell_commands(ROOT / "docs" / "benchmarks.md"))
+
+
+def test_shell_command_parsing(tmp_path: pathlib.Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "```bash\na --x 1 \\\n    --y 'two words'   # comment\nb && c d\n```\n```python\nnot = 'shell'\n```\n"
+    )
+    assert shell_commands(doc) == [
+        (1, ["a", "--x", "1", "--y", "two words"]),
+        (1, ["b"]),
+        (1, ["c", "d"]),
+    ]
+
+
+def test_unknown_commands_fail(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(pytest.fail.Exception, match="no known kind: curl example"):
+        check_command(["curl", "example"], capsys)
+    with pytest.raises(SystemExit):  # argparse rejects an option the script does not have
+        check_command(["python", "benchmarks/presets.py", "--envs", "CartPole-v1", "--no-such-flag"], capsys)
+    with pytest.raises(AssertionError, match=r"exit code 2: error: no model file 'missing\.zip'"):
+        check_command(["sb3-acer", "enjoy", "missing.zip"], capsys)
+    with pytest.raises(AssertionError, match="no extra 'nope'"):
+        check_command(["pip", "install", "-e", ".[nope]"], capsys)
+    with pytest.raises(AssertionError, match=r"--set names no setting: \['lerning_rate'\]"):
+        check_command(
+            ["python", "benchmarks/presets.py", "--envs", "CartPole-v1", "--set", "lerning_rate=1"], capsys
+        )
+
+
+@pytest.mark.parametrize("path", SHELL_DOCUMENTS, ids=[str(p.relative_to(ROOT)) for p in SHELL_DOCUMENTS])
+def test_shell_commands_run_or_parse(
+    path: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "benchmarks").symlink_to(ROOT / "benchmarks")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    for line, argv in shell_commands(path):
+        try:
+            check_command(argv, capsys)
+        except (AssertionError, SystemExit, subprocess.CalledProcessError) as error:
+            pytest.fail(f"{path.relative_to(ROOT)}:{line}: {shlex.join(argv)}: {error!r}")
