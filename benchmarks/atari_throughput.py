@@ -222,7 +222,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
+    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -173,7 +173,7 @@ def run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_doc_commands.py parses the documented ones with it)."""
+    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
