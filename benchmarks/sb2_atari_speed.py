@@ -12,7 +12,9 @@ package's), so both sides are timed by the same code:
   SB2's).
 
 Only ``learn`` is timed (the env and the model are built before). Threads are left at each library's
-default (TensorFlow's session and torch use every core), as a user of either ``run_atari`` gets them.
+default (TensorFlow's session and torch use every core), as a user of either ``run_atari`` gets them. The
+process's resident memory is recorded before and after ``learn``: run long enough to fill the replay memory
+(5000 steps per env: 80,000 steps with 16 envs), the growth is mostly the replay memory.
 
 Usage::
 
@@ -51,6 +53,15 @@ def build_model(library: str, env_id: str, n_envs: int, seed: int, sampler: str)
     return env, ACER("CnnPolicy", env, lr_schedule="constant", buffer_size=5000, seed=seed)
 
 
+def resident_mb() -> float:
+    """This process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
 def versions(library: str) -> dict[str, str]:
     if library == "sb2":
         import stable_baselines
@@ -81,9 +92,11 @@ def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     env, model = build_model(args.library, args.env, args.n_envs, args.seed, args.sampler)
+    before = resident_mb()
     start = time.perf_counter()
     model.learn(args.timesteps)
     seconds = time.perf_counter() - start
+    after = resident_mb()
     env.close()
     result = {
         "library": args.library,
@@ -93,6 +106,9 @@ def main(argv: list[str] | None = None) -> dict:
         "timesteps": int(model.num_timesteps),
         "train_seconds": seconds,
         "steps_per_second": model.num_timesteps / seconds,
+        # The learner process only: SB2's games run in subprocesses, sb3-acer's in this process (threads).
+        "resident_mb_before_learn": before,
+        "resident_mb_after_learn": after,
         "command": " ".join(shlex.quote(a) for a in ["python", "benchmarks/sb2_atari_speed.py", *argv]),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
