@@ -177,11 +177,10 @@ def _check_benchmark(script: str, args: list[str]) -> None:
     namespace = module.build_parser().parse_args(args)
     if path.stem == "presets":
         from sb3_acer import ACER
-        from sb3_acer.presets import available_presets
+        from sb3_acer.presets import RUN_KEYS, available_presets
 
         assert set(namespace.envs) <= set(available_presets()), namespace.envs
-        known = {"n_envs", "n_timesteps", "policy", "normalize", "env_wrapper"}
-        known |= set(inspect.signature(ACER.__init__).parameters)
+        known = set(RUN_KEYS) | set(inspect.signature(ACER.__init__).parameters)
         unknown = set(module.parse_overrides(namespace.set)) - known
         assert not unknown, f"--set names no setting: {sorted(unknown)}"
 
