@@ -199,6 +199,10 @@ class ACER(BaseAlgorithm):
     are stored. Each update uses Retrace targets, truncated importance sampling with bias correction and
     (optionally) the trust region around an average policy network.
 
+    The arguments from ``policy`` to ``policy_kwargs`` are SB2's, in SB2's order, so an SB2 call binds
+    the same way; sb3-acer's own (``q_lr_ratio``, ``handle_timeout_termination``, ``retrace_lambda``) and
+    ``seed`` and ``device`` are keyword-only (SB2's next positional argument was ``full_tensorboard_log``).
+
     Args:
         policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, or the recurrent ``"MlpLstmPolicy"``,
             ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, whose LSTM state is carried
@@ -216,10 +220,6 @@ class ACER(BaseAlgorithm):
             remaining, from 1 to 0), in which case ``lr_schedule`` is not applied.
         lr_schedule: ``'linear'``, ``'constant'``, ``'double_linear_con'``, ``'middle_drop'`` or
             ``'double_middle_drop'``; progress is counted in env steps and clamped to [0, 1].
-        q_lr_ratio: step size of the critic's own parameters (the ``qf`` tower and the ``Q`` head) as a
-            multiple of the current learning rate; shared layers take the policy's step. RMSProp moves each
-            weight by about the step size whatever the gradient's size, so this, not ``q_coef``, sets how
-            fast the critic follows its targets. 1 (the default) is SB2's single step size.
         rprop_alpha: RMSProp decay (of the default optimizer).
         rprop_epsilon: RMSProp epsilon (inside the square root, TensorFlow style; of the default optimizer).
         buffer_size: replay capacity in steps per environment (``buffer_size // n_steps`` segments).
@@ -231,13 +231,6 @@ class ACER(BaseAlgorithm):
         delta: trust-region bound on the linearised KL divergence. It is in the units of the rewards: with
             rewards scaled by ``s`` (``VecNormalize``, a reward wrapper) ``delta * s`` gives the same step;
             the default 1 is the paper's Atari value, with rewards clipped to [-1, 1].
-        handle_timeout_termination: bootstrap the return from the value of the last observation where an
-            episode ends on a time limit (``info["TimeLimit.truncated"]``), as SB3's replay buffers do.
-            ``False`` cuts the return there as at a termination (SB2's behaviour), which makes running out
-            of time as bad as ending the episode with the rewards collected so far.
-        retrace_lambda: ``lambda`` of Retrace(lambda): the trace coefficients of the ``Q_ret`` targets
-            are ``lambda * min(1, rho)``. 1 (the default) is ACER's; smaller values shorten the traces,
-            trading the variance of the targets for bias, as GAE's lambda does (0: one-step targets).
         verbose: 0 silent, 1 training information, 2 debug.
         tensorboard_log: TensorBoard log folder (``None``: no TensorBoard).
         _init_setup_model: build the networks now (``False`` is used by ``load``).
@@ -245,6 +238,17 @@ class ACER(BaseAlgorithm):
             SB3, ``optimizer_class`` (a ``torch.optim.Optimizer`` subclass, e.g. ``torch.optim.Adam``,
             instead of SB2's RMSProp, for which ``rprop_alpha`` and ``rprop_epsilon`` then do not apply) with
             its ``optimizer_kwargs`` (everything but ``lr``, which follows ``learning_rate``).
+        q_lr_ratio: step size of the critic's own parameters (the ``qf`` tower and the ``Q`` head) as a
+            multiple of the current learning rate; shared layers take the policy's step. RMSProp moves each
+            weight by about the step size whatever the gradient's size, so this, not ``q_coef``, sets how
+            fast the critic follows its targets. 1 (the default) is SB2's single step size.
+        handle_timeout_termination: bootstrap the return from the value of the last observation where an
+            episode ends on a time limit (``info["TimeLimit.truncated"]``), as SB3's replay buffers do.
+            ``False`` cuts the return there as at a termination (SB2's behaviour), which makes running out
+            of time as bad as ending the episode with the rewards collected so far.
+        retrace_lambda: ``lambda`` of Retrace(lambda): the trace coefficients of the ``Q_ret`` targets
+            are ``lambda * min(1, rho)``. 1 (the default) is ACER's; smaller values shorten the traces,
+            trading the variance of the targets for bias, as GAE's lambda does (0: one-step targets).
         seed: seed of Python, NumPy, torch, the environments and the replay sampling.
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
@@ -271,7 +275,6 @@ class ACER(BaseAlgorithm):
         max_grad_norm: float | None = 10,
         learning_rate: float | Callable[[float], float] = 7e-4,
         lr_schedule: str = "linear",
-        q_lr_ratio: float = 1.0,
         rprop_alpha: float = 0.99,
         rprop_epsilon: float = 1e-5,
         buffer_size: int = 5000,
@@ -281,12 +284,14 @@ class ACER(BaseAlgorithm):
         trust_region: bool = True,
         alpha: float = 0.99,
         delta: float = 1,
-        handle_timeout_termination: bool = True,
-        retrace_lambda: float = 1.0,
         verbose: int = 0,
         tensorboard_log: str | None = None,
         _init_setup_model: bool = True,
         policy_kwargs: dict[str, Any] | None = None,
+        *,
+        q_lr_ratio: float = 1.0,
+        handle_timeout_termination: bool = True,
+        retrace_lambda: float = 1.0,
         seed: int | None = None,
         device: th.device | str = "auto",
     ) -> None:

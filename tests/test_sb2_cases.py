@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import pathlib
 
 import gymnasium as gym
@@ -154,3 +155,32 @@ def test_sb2_docs_example(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[
     assert "| train/" in output
     assert "loss_q" in output
     assert "total_timesteps" in output
+
+
+# SB2 2.10's ``ACER.__init__`` (``acer_simple.py`` at hill-a/stable-baselines@259f278), in order.
+SB2_POSITIONAL = [
+    "policy", "env", "gamma", "n_steps", "num_procs", "q_coef", "ent_coef", "max_grad_norm",
+    "learning_rate", "lr_schedule", "rprop_alpha", "rprop_epsilon", "buffer_size", "replay_ratio",
+    "replay_start", "correction_term", "trust_region", "alpha", "delta", "verbose", "tensorboard_log",
+    "_init_setup_model", "policy_kwargs", "full_tensorboard_log", "seed", "n_cpu_tf_sess",
+]  # fmt: skip
+
+
+def test_sb2_positional_arguments_bind_to_the_same_names() -> None:
+    parameters = list(inspect.signature(ACER.__init__).parameters.values())[1:]  # without self
+    positional = [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    # Every argument SB2 took by position and that still exists keeps its position; sb3-acer's own
+    # arguments come after them and are keyword-only, so a longer SB2 call fails instead of mis-binding.
+    assert positional == SB2_POSITIONAL[: SB2_POSITIONAL.index("full_tensorboard_log")]
+    keyword_only = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert keyword_only == {"q_lr_ratio", "handle_timeout_termination", "retrace_lambda", "seed", "device"}
+
+
+def test_sb2_positional_call_binds_like_sb2() -> None:
+    env = DummyVecEnv([lambda: IdentityEnv(4)])
+    values = [0.95, 5, None, 0.25, 0.0, 5.0, 1e-3, "constant", 0.9, 1e-4, 100, 2, 50, 5.0, False, 0.9, 2.0]
+    model = ACER(MlpPolicy, env, *values)
+    names = SB2_POSITIONAL[2 : 2 + len(values)]
+    assert {name: getattr(model, name) for name in names} == dict(zip(names, values, strict=True))
+    with pytest.raises(TypeError):
+        ACER(MlpPolicy, env, *values, 0, None, True, None, False)  # SB2's full_tensorboard_log, by position
