@@ -24,6 +24,7 @@ import ast
 import contextlib
 import inspect
 import json
+import math
 import pathlib
 import re
 import sys
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple, NoReturn
 import gymnasium as gym
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
@@ -348,8 +350,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         )
         source = (
             f"No preset for {args.env_id}: using ACER's defaults with SB2 run_atari's settings "
-            f"({ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, "
-            "lr_schedule constant)."
+            f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant)."
         )
     else:
         n_envs, timesteps, policy, normalize, hyperparameters = (
@@ -359,7 +360,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
             False,
             {},
         )
-        source = f"No preset for {args.env_id}: using ACER's defaults with {DEFAULT_N_ENVS} envs."
+        source = f"No preset for {args.env_id}: using ACER's defaults."
     if "normalize" in overrides:
         try:
             parsed = normalize_kwargs(overrides.pop("normalize"))
@@ -394,18 +395,75 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
     )
 
 
-def _positive_int(text: str) -> int:
+def _integer(text: str, what: str, minimum: int, maximum: int | None = None) -> int:
+    """``text`` as a whole number in [minimum, maximum]; ``1e6`` and ``2.5E5`` count, ``1.5`` does not."""
+    error = argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     try:
-        value = int(float(text)) if re.fullmatch(r"[0-9.]+e[0-9]+", text) else int(text)
+        value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        try:
+            number = float(text)
+        except ValueError:
+            raise error from None
+        if not math.isfinite(number) or not number.is_integer():
+            raise error from None
+        value = int(number)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise error
     return value
 
 
+def _positive_int(text: str) -> int:
+    return _integer(text, "a positive integer", minimum=1)
+
+
 def _non_negative_int(text: str) -> int:
-    return 0 if text.strip() == "0" else _positive_int(text)
+    return _integer(text, "a non-negative integer", minimum=0)
+
+
+def _seed(text: str) -> int:
+    return _integer(text, "a seed in [0, 2**32 - 1]", minimum=0, maximum=2**32 - 1)
+
+
+def _dpi(text: str) -> int:
+    return _integer(text, "a resolution in [1, 1000] dots per inch", minimum=1, maximum=1000)
+
+
+def _check_device(device: Any) -> None:
+    """Raise ``ValueError`` unless ``device`` is ``'auto'`` or a device torch knows."""
+    if isinstance(device, th.device) or device == "auto":
+        return
+    try:
+        th.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"unknown torch device {device!r} (auto, cpu, cuda, cuda:N, ...)") from None
+
+
+def _device(text: str) -> str:
+    try:
+        _check_device(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def _one_line(error: BaseException) -> str:
+    """The message of ``error`` on one line (an exception's text may span several, e.g. a space's repr)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _check_can_create(path: pathlib.Path, what: str, *, folder: bool) -> None:
+    """Raise :class:`UsageError` if ``path`` cannot become a folder (``folder``) or a file: checked before
+    anything is trained or written, so a mistyped path costs nothing."""
+    if path.exists() and path.is_dir() != folder:
+        raise UsageError(
+            f"{what} {path} is a {'file' if folder else 'folder'}, not a {'folder' if folder else 'file'}"
+        )
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{what} {path} cannot be created: {parent} is a file")
+            break
 
 
 def _check_optional(module: str, purpose: str, install: str) -> None:
@@ -415,17 +473,72 @@ def _check_optional(module: str, purpose: str, install: str) -> None:
         raise CLIError(f"{purpose} needs {module}: {install}") from None
 
 
-def _prepare_run_dir(run_dir: pathlib.Path, overwrite: bool) -> None:
-    old = sorted(run_dir.glob("*.monitor.csv"))
-    if old and not overwrite:
+#: The files a ``train`` run writes in its run folder (``--save-path`` moves the three ``model.*`` ones).
+RUN_FILES = ("*.monitor.csv", "evaluations.npz", "model.zip", "model.json", "model.vecnormalize.npz")
+
+
+def _model_files(model_path: pathlib.Path) -> list[pathlib.Path]:
+    """The model file and the two files ``train`` writes beside it."""
+    return [model_path, _sidecar(model_path, ".json"), _sidecar(model_path, ".vecnormalize.npz")]
+
+
+def _previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: bool) -> list[pathlib.Path]:
+    """The files of an earlier run that this one would replace; without ``overwrite`` their existence is a
+    usage error, so that nothing a user has is replaced by accident."""
+    in_run_dir = sorted({path for pattern in RUN_FILES for path in run_dir.glob(pattern)})
+    if in_run_dir and not overwrite:
         raise UsageError(
             f"{run_dir} already holds a run; pass --overwrite to replace it, or choose another --seed "
             "or --log-folder"
         )
-    # Remove the previous run's Monitor logs: a run with fewer envs would leave stale ranks behind.
-    for path in [*old, run_dir / "evaluations.npz"]:
-        path.unlink(missing_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    beside_model = [path for path in _model_files(model_path) if path.exists() and path not in in_run_dir]
+    if beside_model and not overwrite:
+        raise UsageError(
+            f"{beside_model[0]} exists; pass --overwrite to replace it, or choose another --save-path"
+        )
+    return in_run_dir + beside_model
+
+
+def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space) -> None:
+    if policy.startswith("Cnn") and not is_image_space(observation_space, check_channels=False):
+        shape = getattr(observation_space, "shape", None)
+        raise UsageError(
+            f"{policy} needs image observations (uint8, [H, W, C] or [C, H, W]); {env_id} observes "
+            f"{type(observation_space).__name__} of shape {shape}: use an Mlp policy"
+        )
+
+
+def _check_model(settings: TrainSettings) -> None:
+    """Build the run's model once on a single env without logs, so that every setting is checked before the
+    run folder, the logs or an earlier run's files are touched."""
+    if "device" in settings.hyperparameters:
+        try:
+            _check_device(settings.hyperparameters["device"])
+        except ValueError as error:
+            raise UsageError(f"--hyperparams device: {error}") from None
+    env: VecEnv | None = None
+    try:
+        env = make_env(settings.env, 1, settings.seed, wrappers=settings.env_wrapper)
+        if settings.normalize:
+            env = VecNormalize(
+                env, gamma=float(settings.hyperparameters.get("gamma", 0.99)), **settings.normalize_kwargs
+            )
+        _check_policy_fits(settings.policy, settings.env.env_id, env.observation_space)
+        ACER(settings.policy, env, seed=settings.seed, **settings.hyperparameters)
+    except CLIError:
+        raise
+    except Exception as error:  # whatever the model's or the env's constructor refuses
+        raise UsageError(f"invalid settings: {_one_line(error)}") from None
+    finally:
+        if env is not None:
+            env.close()
+
+
+def _make_folders(path: pathlib.Path) -> list[pathlib.Path]:
+    """``mkdir -p path``; returns the folders it created, deepest first."""
+    created = [folder for folder in [path, *path.parents] if not folder.exists()]
+    path.mkdir(parents=True, exist_ok=True)
+    return created
 
 
 def _describe(spec: WrapperSpec) -> str:
@@ -472,7 +585,13 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     run_name = f"{env_name}_{settings.seed}"
     run_dir = pathlib.Path(args.log_folder) / run_name
     model_path = _model_file(args.save_path) if args.save_path else run_dir / "model.zip"
-    _prepare_run_dir(run_dir, args.overwrite)
+    # Everything is checked before anything is written: a failed command leaves the files as they were.
+    _check_can_create(run_dir, "the run folder", folder=True)
+    _check_can_create(model_path, "--save-path", folder=False)
+    if args.tensorboard_log is not None:
+        _check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
+    previous = _previous_files(run_dir, model_path, args.overwrite)
+    _check_model(settings)
     print(settings.source)
     print(
         f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
@@ -482,6 +601,11 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         + "".join(f", {_describe(spec)}" for spec in settings.env_wrapper)
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
+    # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
+    # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
+    for path in previous:
+        path.unlink()
+    created = _make_folders(run_dir)
 
     env: VecEnv | None = None
     try:
@@ -499,17 +623,18 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
             tensorboard_log=args.tensorboard_log,
             **settings.hyperparameters,
         )
-    except (CLIError, ValueError, TypeError) as error:
+    except Exception as error:
         # Leave no empty run behind: it would block the corrected command without --overwrite.
         if env is not None:
             env.close()
         for path in run_dir.glob("*.monitor.csv"):
             path.unlink()
-        with contextlib.suppress(OSError):
-            run_dir.rmdir()
+        for folder in created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         if isinstance(error, CLIError):
             raise
-        raise UsageError(f"invalid settings: {error}") from None
+        raise UsageError(f"invalid settings: {_one_line(error)}") from None
 
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
@@ -635,7 +760,14 @@ def _enjoy(args: argparse.Namespace) -> int:
     run_info: dict[str, Any] = {}
     info_path = _sidecar(model_path, ".json")
     if info_path.is_file():
-        run_info = json.loads(info_path.read_text())
+        try:
+            run_info = json.loads(info_path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CLIError(f"cannot read {info_path}: {_one_line(error)}; repair or remove it") from None
+        if not isinstance(run_info, dict):
+            raise CLIError(
+                f"cannot read {info_path}: not a run description (a JSON object); repair or remove it"
+            )
     env_id = args.env or run_info.get("env_id")
     if not env_id:
         raise UsageError(f"pass --env ENV_ID ({info_path} does not exist to name the environment)")
@@ -654,16 +786,19 @@ def _enjoy(args: argparse.Namespace) -> int:
     render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
     env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
     normalization_path = _sidecar(model_path, ".vecnormalize.npz")
-    if normalization_path.is_file():
+    # The run description says whether the model was trained normalised; without one (a model saved from
+    # Python), statistics beside the model are used when they exist.
+    normalized = run_info["normalize"] if "normalize" in run_info else normalization_path.is_file()
+    if normalized and normalization_path.is_file():
         env = load_normalization(env, normalization_path)
-    elif run_info.get("normalize"):
+    elif normalized:
         env.close()
         raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
     try:
         check_for_correct_spaces(env, model.observation_space, model.action_space)
     except ValueError as error:
         env.close()
-        raise UsageError(f"the model does not fit {env_id}: {error}") from None
+        raise UsageError(f"the model does not fit {env_id}: {_one_line(error)}") from None
 
     returns: list[float] = []
     obs = env.reset()
@@ -729,10 +864,30 @@ def find_runs(paths: Sequence[str]) -> dict[tuple[str, str], list[pathlib.Path]]
         if not runs:
             raise CLIError(f"no Monitor logs (*.monitor.csv) in {text} or its subfolders")
         for run in runs:
-            key = (str(run.resolve().parent), re.sub(r"_\d+$", "", run.name))
+            run = run.resolve()  # the same folder given twice, or by two paths, is one run
+            key = (str(run.parent), re.sub(r"_\d+$", "", run.name))
             if run not in groups.setdefault(key, []):
                 groups[key].append(run)
     return groups
+
+
+def _monitor_results(run: pathlib.Path) -> Any:
+    """The finished episodes of a run's Monitor logs (SB3's ``load_results``), as a ``DataFrame``.
+
+    A partly written last line (a run still training) is left out; a file that is not a Monitor log is an
+    error naming it.
+    """
+    from stable_baselines3.common.monitor import get_monitor_files, load_results
+
+    for name in get_monitor_files(str(run)):
+        with open(name) as file:
+            if not file.readline().startswith("#"):
+                raise CLIError(f"{name} is not a Monitor log (its first line is not the '#{{...}}' header)")
+    try:
+        results = load_results(str(run))
+    except Exception as error:
+        raise CLIError(f"cannot read the Monitor logs in {run}: {_one_line(error)}") from None
+    return results.dropna(subset=["r", "l"])
 
 
 def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> list[Curve]:
@@ -741,7 +896,6 @@ def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> lis
     The runs of an experiment are interpolated onto the steps that all of them reached; ``std`` is 0 for
     an experiment of one run.
     """
-    from stable_baselines3.common.monitor import load_results
     from stable_baselines3.common.results_plotter import X_TIMESTEPS, ts2xy, window_func
 
     groups = find_runs(paths)
@@ -751,7 +905,7 @@ def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> lis
         label = name if names.count(name) == 1 else f"{pathlib.Path(parent).name}/{name}"
         xy = []
         for run in runs:
-            steps, returns = ts2xy(load_results(str(run)), X_TIMESTEPS)
+            steps, returns = ts2xy(_monitor_results(run), X_TIMESTEPS)
             steps, returns = np.asarray(steps, dtype=float), np.asarray(returns, dtype=float)
             if len(returns) == 0:
                 continue
@@ -779,9 +933,19 @@ def cmd_plot(args: argparse.Namespace) -> int:
         from matplotlib.figure import Figure
     except ImportError:
         raise CLIError("plotting needs matplotlib and pandas: pip install 'sb3-acer[plot]'") from None
-    curves = learning_curves(args.run_dirs, window=args.window)
     figure = Figure(figsize=(7, 4.5), dpi=args.dpi)
     FigureCanvasAgg(figure)
+    out = pathlib.Path(args.out)
+    if not out.suffix:
+        out = out.with_suffix(".png")
+    formats = figure.canvas.get_supported_filetypes()
+    if out.suffix[1:].lower() not in formats:
+        raise UsageError(
+            f"--out {args.out}: unknown image format {out.suffix!r}; use .png or one of "
+            + ", ".join(f".{name}" for name in sorted(formats))
+        )
+    _check_can_create(out, "--out", folder=False)
+    curves = learning_curves(args.run_dirs, window=args.window)
     axes = figure.add_subplot()
     for curve in curves:
         runs = _count(curve.n_runs, "run")
@@ -801,7 +965,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     axes.grid(alpha=0.3)
     axes.legend(loc="best")
     figure.tight_layout()
-    out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out)
     print(f"saved {out}")
@@ -884,7 +1047,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timesteps", type=_positive_int, help="environment steps, all envs (default: preset)"
     )
     train.add_argument(
-        "--seed", type=int, default=0, help="random seed; also names the run folder (default 0)"
+        "--seed", type=_seed, default=0, help="random seed; also names the run folder (default 0)"
     )
     train.add_argument("--policy", choices=sorted(ACER.policy_aliases), help="policy (default: preset)")
     train.add_argument(
@@ -921,10 +1084,10 @@ def build_parser() -> argparse.ArgumentParser:
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
     enjoy.add_argument("--episodes", type=_positive_int, default=5, help="number of episodes (default 5)")
     enjoy.add_argument("--deterministic", action="store_true", help="take the most probable action")
-    enjoy.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
+    enjoy.add_argument("--seed", type=_seed, default=0, help="environment seed (default 0)")
     enjoy.add_argument("--render", action="store_true", help="show the environment in a window")
     enjoy.add_argument("--video-folder", metavar="DIR", help="record each episode to DIR (needs moviepy)")
-    enjoy.add_argument("--device", default="auto", help="torch device (default: auto)")
+    enjoy.add_argument("--device", type=_device, default="auto", help="torch device (default: auto)")
     enjoy.set_defaults(func=cmd_enjoy)
 
     plot = commands.add_parser(
@@ -935,10 +1098,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     plot.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folder or folder of run folders")
-    plot.add_argument("--out", default="learning_curves.png", help="PNG file (default: learning_curves.png)")
+    plot.add_argument(
+        "--out",
+        default="learning_curves.png",
+        help="image file; .png is added to a name without suffix, .pdf and .svg also work "
+        "(default: learning_curves.png)",
+    )
     plot.add_argument("--window", type=_positive_int, default=10, help="episodes per moving average (10)")
     plot.add_argument("--title", help="figure title")
-    plot.add_argument("--dpi", type=_positive_int, default=120, help="resolution (default 120)")
+    plot.add_argument("--dpi", type=_dpi, default=120, help="resolution, at most 1000 (default 120)")
     plot.set_defaults(func=cmd_plot)
     return parser
 
@@ -946,11 +1114,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sb3-acer`` command with ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as error:
+            if "required: ENV_ID" in str(error) and "--hyperparams" in argv:
+                raise UsageError(
+                    "ENV_ID is missing: --hyperparams takes every word after it, so give ENV_ID before "
+                    "--hyperparams (or end the list with --)"
+                ) from None
+            raise
         return int(args.func(args))
     except SystemExit as exit_:  # -h and --version
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except CLIError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_one_line(error)}", file=sys.stderr)
         return error.exit_code

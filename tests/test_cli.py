@@ -115,15 +115,16 @@ def test_unsupported_action_space_is_a_one_line_error(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
     code, out, err = run(capsys, "train", "Pendulum-v1", *FAST, "--log-folder", str(tmp_path))
-    assert "No preset for Pendulum-v1: using ACER's defaults with 4 envs." in out
+    assert out == ""  # checked before the run is announced
     assert_one_line_error(code, err, 2, "invalid settings: ACER supports only Discrete action spaces")
+    assert not tmp_path.joinpath("Pendulum-v1_0").exists()
 
 
 def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "train", "CartPole-v1", "--n-envs", "0")
     assert_one_line_error(code, err, 2, "argument --n-envs: expected a positive integer, got '0'")
     code, _, err = run(capsys, "train", "CartPole-v1", "--eval-freq", "-5")
-    assert_one_line_error(code, err, 2, "argument --eval-freq: expected a positive integer, got '-5'")
+    assert_one_line_error(code, err, 2, "argument --eval-freq: expected a non-negative integer, got '-5'")
     code, _, err = run(capsys)
     assert_one_line_error(code, err, 2, "the following arguments are required: COMMAND")
 
@@ -591,3 +592,197 @@ def test_enjoy_carries_the_lstm_state_of_a_recurrent_model(
     # Every later step gets the state returned by the previous one.
     assert all(has_state for has_state, _ in seen[1:])
     assert not seen[1][1].any()
+
+
+# ----------------------------------------------------------------- failed commands change nothing
+
+
+def snapshot(folder: pathlib.Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_a_failed_overwrite_keeps_the_previous_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    logs = tmp_path / "logs"
+    assert train(capsys, logs, "--timesteps", "100")[0] == 0
+    before = snapshot(tmp_path)
+    code, out, err = train(capsys, logs, "--timesteps", "100", "--overwrite", "--hyperparams", "n_steps=0")
+    assert_one_line_error(code, err, 2, "invalid settings: n_steps must be positive")
+    assert out == "" and snapshot(tmp_path) == before
+    # The model alone is a run too: without --overwrite it is not replaced.
+    for path in (logs / "CartPole-v1_0").glob("*.monitor.csv"):
+        path.unlink()
+    code, _, err = train(capsys, logs, "--timesteps", "100")
+    assert_one_line_error(code, err, 2, f"{logs / 'CartPole-v1_0'} already holds a run")
+
+
+def test_save_path_is_not_replaced_without_overwrite(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "mine.zip").write_text("precious")
+    (tmp_path / "mine.json").write_text('{"precious": 1}')
+    before = snapshot(tmp_path)
+    code, _, err = train(capsys, tmp_path / "logs", "--save-path", str(tmp_path / "mine.zip"))
+    assert_one_line_error(code, err, 2, f"{tmp_path / 'mine.zip'} exists; pass --overwrite")
+    assert snapshot(tmp_path) == before and not (tmp_path / "logs").exists()
+    assert train(capsys, tmp_path / "logs", "--save-path", str(tmp_path / "mine.zip"), "--overwrite")[0] == 0
+    assert json.loads((tmp_path / "mine.json").read_text())["env_id"] == "CartPole-v1"
+
+
+def test_overwrite_removes_every_file_of_the_previous_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    run_dir = tmp_path / "CartPole-v1_0"
+    first = ["--timesteps", "100", "--eval-freq", "50", "--hyperparams", "normalize=True"]
+    assert train(capsys, tmp_path, *first)[0] == 0
+    assert {"model.vecnormalize.npz", "evaluations.npz"} <= {path.name for path in run_dir.iterdir()}
+    # A run without normalisation saved elsewhere: the folder keeps none of the old run's files, so
+    # neither enjoy nor plot can mistake them for this run's.
+    second = ["--timesteps", "100", "--n-envs", "1", "--overwrite", "--save-path", str(tmp_path / "m.zip")]
+    assert train(capsys, tmp_path, *second)[0] == 0
+    assert sorted(path.name for path in run_dir.iterdir()) == ["0.monitor.csv"]
+
+
+def test_enjoy_follows_the_run_description_over_stray_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path / "a", "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    assert train(capsys, tmp_path / "b", "--timesteps", "100")[0] == 0
+    model = tmp_path / "b" / "CartPole-v1_0" / "model.zip"
+    plain = run(capsys, "enjoy", str(model), "--episodes", "2", "--deterministic")
+    stray = tmp_path / "a" / "CartPole-v1_0" / "model.vecnormalize.npz"
+    (model.parent / stray.name).write_bytes(stray.read_bytes())  # model.json says normalize: false
+    assert run(capsys, "enjoy", str(model), "--episodes", "2", "--deterministic") == plain
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--policy", "CnnPolicy"],
+            "CnnPolicy needs image observations (uint8, [H, W, C] or [C, H, W]); CartPole-v1",
+        ),
+        (["--hyperparams", "device=bogus"], "--hyperparams device: unknown torch device 'bogus'"),
+        (["--seed", "-1"], "argument --seed: expected a seed in [0, 2**32 - 1], got '-1'"),
+        (["--timesteps", "1e400"], "argument --timesteps: expected a positive integer, got '1e400'"),
+        (["--timesteps", "1.5e0"], "argument --timesteps: expected a positive integer, got '1.5e0'"),
+        (
+            ["--tensorboard-log", "{tmp}/notes.txt"],
+            "--tensorboard-log {tmp}/notes.txt is a file, not a folder",
+        ),
+        (["--save-path", "{tmp}/saved.d"], "--save-path {tmp}/saved.d is a folder, not a file"),
+        (
+            ["--save-path", "{tmp}/notes.txt/m.zip"],
+            "--save-path {tmp}/notes.txt/m.zip cannot be created: {tmp}/notes.txt is a file",
+        ),
+        (
+            ["--log-folder", "{tmp}/notes.txt"],
+            "the run folder {tmp}/notes.txt/CartPole-v1_0 cannot be created",
+        ),
+    ],
+)
+def test_setup_errors_are_one_line_before_anything_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, extra: list[str], message: str
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "saved.d").mkdir()
+    logs = tmp_path / "logs"
+    extra = [arg.format(tmp=tmp_path) for arg in extra]
+    code, out, err = run(capsys, "train", "CartPole-v1", *FAST, "--log-folder", str(logs), *extra)
+    assert_one_line_error(code, err, 2, message.format(tmp=tmp_path))
+    assert out == "" and sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt", "saved.d"]
+
+
+def test_whole_numbers_in_any_notation() -> None:
+    from sb3_acer.cli import _positive_int
+
+    assert [_positive_int(text) for text in ("7", "1e3", "1E3", "2.5e5", "100.0")] == [
+        7,
+        1000,
+        1000,
+        250000,
+        100,
+    ]
+
+
+def test_hyperparams_before_the_env_id_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "train", "--hyperparams", "ent_coef=0.01", "CartPole-v1")
+    assert_one_line_error(code, err, 2, "ENV_ID is missing: --hyperparams takes every word after it")
+
+
+def test_hyperparams_list_ends_with_double_dash(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    code, _, err = run(
+        capsys,
+        "train",
+        *FAST,
+        "--log-folder",
+        str(tmp_path),
+        "--hyperparams",
+        "ent_coef=0.02",
+        "--",
+        "CartPole-v1",
+    )
+    assert code == 0, err
+    assert ACER.load(tmp_path / "CartPole-v1_0" / "model.zip").ent_coef == 0.02
+
+
+def test_enjoy_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--device", "bogus")
+    assert_one_line_error(code, err, 2, "argument --device: unknown torch device 'bogus'")
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--seed", "-1")
+    assert_one_line_error(code, err, 2, "argument --seed: expected a seed in [0, 2**32 - 1]")
+    # A space whose repr spans lines still gives one line.
+    gym.register("WideBox-v0", entry_point=_WideBoxEnv)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "WideBox-v0")
+    assert_one_line_error(code, err, 2, "the model does not fit WideBox-v0")
+    for text, reason in (("{bad", "Expecting property name"), ("[1]", "not a run description")):
+        (tmp_path / "model.json").write_text(text)
+        code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1")
+        assert_one_line_error(code, err, 1, f"cannot read {tmp_path / 'model.json'}: {reason}")
+
+
+class _WideBoxEnv(gym.Env):
+    observation_space = spaces.Box(-np.arange(1.0, 31.0), np.arange(1.0, 31.0), dtype=np.float64)
+    action_space = spaces.Discrete(2)
+
+
+def test_plot_errors_are_one_line_and_write_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    write_monitor(tmp_path / "logs" / "X_0", [1, 2, 3], [10, 10, 10])
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "old.png").mkdir()
+    before = snapshot(tmp_path)
+    logs = str(tmp_path / "logs")
+    for extra, expected_code, message in (
+        (["--out", "curves.xyz"], 2, "--out curves.xyz: unknown image format '.xyz'; use .png or one of"),
+        (["--out", f"{tmp_path}/old.png"], 2, f"--out {tmp_path}/old.png is a folder, not a file"),
+        (["--out", f"{tmp_path}/notes.txt/c.png"], 2, f"--out {tmp_path}/notes.txt/c.png cannot be created"),
+        (["--dpi", "100000"], 2, "argument --dpi: expected a resolution in [1, 1000] dots per inch"),
+    ):
+        code, _, err = run(capsys, "plot", logs, *extra)
+        assert_one_line_error(code, err, expected_code, message)
+    assert snapshot(tmp_path) == before
+    (tmp_path / "logs" / "X_0" / "0.monitor.csv").write_text("r,l,t\n1,10,1.0\n")
+    code, _, err = run(capsys, "plot", logs, "--out", str(tmp_path / "c.png"))
+    assert_one_line_error(code, err, 1, f"{tmp_path / 'logs' / 'X_0' / '0.monitor.csv'} is not a Monitor log")
+
+
+def test_plot_of_a_run_in_progress_and_of_a_run_given_twice(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    run_dir = tmp_path / "X_0"
+    write_monitor(run_dir, [1, 2, 3], [10, 10, 10])
+    with open(run_dir / "0.monitor.csv", "a") as file:
+        file.write("13.")  # the line Monitor is writing
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "plot", "X_0", str(run_dir), "--out", "curves", "--window", "1")
+    assert code == 0, err
+    assert out.splitlines() == ["X: 1 run, return 3.00 +/- 0.00 at 30 steps", "saved curves.png"]
+    assert (tmp_path / "curves.png").stat().st_size > 1000
