@@ -15,6 +15,10 @@
 environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
 optional dependency, a damaged model file), 130 when interrupted. Errors are printed as one line
 ``error: ...`` on stderr.
+
+A command that fails changes no file: ``train`` checks its paths, seed and settings (building the model
+once on a single env without logs) before it writes anything, and replaces an earlier run, or a file at
+``--save-path``, only with ``--overwrite``, which then removes all of that run's files.
 """
 
 from __future__ import annotations
@@ -1131,3 +1135,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return error.exit_code
+    except KeyboardInterrupt:  # outside training, which saves the model itself
+        print("interrupted", file=sys.stderr)
+        return 130

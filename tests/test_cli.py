@@ -786,3 +786,17 @@ def test_plot_of_a_run_in_progress_and_of_a_run_given_twice(
     assert code == 0, err
     assert out.splitlines() == ["X: 1 run, return 3.00 +/- 0.00 at 30 steps", "saved curves.png"]
     assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_ctrl_c_before_training_exits_130_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sb3_acer.cli
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sb3_acer.cli, "make_env", interrupted)
+    code, _, err = train(capsys, tmp_path)
+    assert code == 130 and err == "interrupted\n"
+    assert not (tmp_path / "CartPole-v1_0").exists()
