@@ -27,8 +27,10 @@ import argparse
 import ast
 import contextlib
 import inspect
+import io
 import json
 import math
+import os
 import pathlib
 import re
 import sys
@@ -274,7 +276,11 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
 
 
 def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
-    """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics."""
+    """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics.
+
+    Raises:
+        ValueError, KeyError, OSError: the file is not statistics ``save_normalization`` wrote for ``venv``.
+    """
     with np.load(path, allow_pickle=False) as data:
         env = VecNormalize(
             venv,
@@ -287,6 +293,12 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
             epsilon=float(data["epsilon"]),
         )
         if env.norm_obs:
+            shape = venv.observation_space.shape
+            if data["obs_mean"].shape != shape or data["obs_var"].shape != shape:
+                raise ValueError(
+                    f"observation statistics of shape {data['obs_mean'].shape}, "
+                    f"for observations of shape {shape}"
+                )
             obs_rms = RunningMeanStd(shape=data["obs_mean"].shape)
             obs_rms.mean, obs_rms.var = data["obs_mean"], data["obs_var"]
             obs_rms.count = float(data["obs_count"])
@@ -434,13 +446,17 @@ def _dpi(text: str) -> int:
 
 
 def _check_device(device: Any) -> None:
-    """Raise ``ValueError`` unless ``device`` is ``'auto'`` or a device torch knows."""
-    if isinstance(device, th.device) or device == "auto":
+    """Raise ``ValueError`` unless ``device`` is ``'auto'``, the CPU, CUDA (SB3 falls back to the CPU without
+    it) or Apple's ``mps`` where this torch has it."""
+    if device == "auto":
         return
+    usable = ["auto", "cpu", "cuda", "cuda:N"] + (["mps"] if th.backends.mps.is_available() else [])
     try:
-        th.device(device)
+        kind = th.device(device).type
     except (RuntimeError, TypeError):
-        raise ValueError(f"unknown torch device {device!r} (auto, cpu, cuda, cuda:N, ...)") from None
+        kind = None
+    if kind not in ("cpu", "cuda") and not (kind == "mps" and "mps" in usable):
+        raise ValueError(f"unusable torch device {device!r}; use one of {', '.join(usable)}")
 
 
 def _device(text: str) -> str:
@@ -457,17 +473,24 @@ def _one_line(error: BaseException) -> str:
 
 
 def _check_can_create(path: pathlib.Path, what: str, *, folder: bool) -> None:
-    """Raise :class:`UsageError` if ``path`` cannot become a folder (``folder``) or a file: checked before
-    anything is trained or written, so a mistyped path costs nothing."""
+    """Raise :class:`UsageError` if ``path`` cannot become a folder (``folder``) or a file written there:
+    checked before anything is trained or written, so a mistyped path costs nothing.
+
+    Files are written beside their target and renamed over it, so a file's folder must be writable.
+    """
     if path.exists() and path.is_dir() != folder:
         raise UsageError(
             f"{what} {path} is a {'file' if folder else 'folder'}, not a {'folder' if folder else 'file'}"
         )
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"{what} {path} cannot be created: {parent} is a file")
-            break
+    for candidate in [path, *path.parents]:
+        if candidate.is_symlink() and not candidate.exists():
+            raise UsageError(f"{what} {path} cannot be created: {candidate} is a broken symbolic link")
+        if candidate.exists() and (candidate != path or folder):
+            if not candidate.is_dir():
+                raise UsageError(f"{what} {path} cannot be created: {candidate} is a file")
+            if not os.access(candidate, os.W_OK | os.X_OK):
+                raise UsageError(f"{what} {path} cannot be written: no write permission in {candidate}")
+            return
 
 
 def _check_optional(module: str, purpose: str, install: str) -> None:
@@ -487,19 +510,26 @@ def _model_files(model_path: pathlib.Path) -> list[pathlib.Path]:
 
 
 def _previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: bool) -> list[pathlib.Path]:
-    """The files of an earlier run that this one would replace; without ``overwrite`` their existence is a
-    usage error, so that nothing a user has is replaced by accident."""
+    """The files of an earlier run that this one would replace (each once, however it is spelt); without
+    ``overwrite`` their existence is a usage error, so that nothing a user has is replaced by accident.
+    With it, each must be a file that can be removed, so that none is removed unless all can be."""
     in_run_dir = sorted({path for pattern in RUN_FILES for path in run_dir.glob(pattern)})
     if in_run_dir and not overwrite:
         raise UsageError(
             f"{run_dir} already holds a run; pass --overwrite to replace it, or choose another --seed "
             "or --log-folder"
         )
-    beside_model = [path for path in _model_files(model_path) if path.exists() and path not in in_run_dir]
+    seen = {path.resolve() for path in in_run_dir}
+    beside_model = [path for path in _model_files(model_path) if path.exists() and path.resolve() not in seen]
     if beside_model and not overwrite:
         raise UsageError(
             f"{beside_model[0]} exists; pass --overwrite to replace it, or choose another --save-path"
         )
+    for path in [*in_run_dir, *beside_model]:
+        if not path.is_file():
+            raise UsageError(f"{path} is in the way of this run's files and is not a file; move it away")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise UsageError(f"cannot replace {path}: no write permission in {path.parent}")
     return in_run_dir + beside_model
 
 
@@ -591,7 +621,13 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     model_path = _model_file(args.save_path) if args.save_path else run_dir / "model.zip"
     # Everything is checked before anything is written: a failed command leaves the files as they were.
     _check_can_create(run_dir, "the run folder", folder=True)
-    _check_can_create(model_path, "--save-path", folder=False)
+    if model_path.suffix != ".zip":
+        raise UsageError(
+            f"--save-path {args.save_path}: the model file must end in .zip (or have no suffix), since "
+            "its .json and .vecnormalize.npz are written beside it"
+        )
+    for path in _model_files(model_path):
+        _check_can_create(path, "--save-path", folder=False)
     if args.tensorboard_log is not None:
         _check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
     previous = _previous_files(run_dir, model_path, args.overwrite)
@@ -607,9 +643,12 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     )
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
     # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
-    for path in previous:
-        path.unlink()
-    created = _make_folders(run_dir)
+    try:
+        for path in previous:
+            path.unlink()
+        created = _make_folders(run_dir)
+    except OSError as error:
+        raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
 
     env: VecEnv | None = None
     try:
@@ -638,6 +677,8 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
                 folder.rmdir()
         if isinstance(error, CLIError):
             raise
+        if isinstance(error, OSError):
+            raise CLIError(f"cannot write the run: {_one_line(error)}") from None
         raise UsageError(f"invalid settings: {_one_line(error)}") from None
 
     callbacks: list[BaseCallback] = []
@@ -748,6 +789,24 @@ def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gy
     return record
 
 
+def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
+    """The run description ``train`` wrote beside a model, checked enough to be used."""
+
+    def damaged(reason: str) -> CLIError:
+        return CLIError(f"cannot read {path}: {reason}; repair or remove it")
+
+    try:
+        run_info = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise damaged(_one_line(error)) from None
+    if not isinstance(run_info, dict):
+        raise damaged("not a run description (a JSON object)")
+    for key, kind in (("env_id", str), ("normalize", bool)):
+        if key in run_info and not isinstance(run_info[key], kind):
+            raise damaged(f"{key!r} must be a {kind.__name__}, got {run_info[key]!r}")
+    return run_info
+
+
 def cmd_enjoy(args: argparse.Namespace) -> int:
     with _torch_threads(1):  # one observation at a time: threads only add overhead
         return _enjoy(args)
@@ -761,17 +820,8 @@ def _enjoy(args: argparse.Namespace) -> int:
         model_path = _model_file(model_path)
     if not model_path.is_file():
         raise UsageError(f"no model file {str(model_path)!r}")
-    run_info: dict[str, Any] = {}
     info_path = _sidecar(model_path, ".json")
-    if info_path.is_file():
-        try:
-            run_info = json.loads(info_path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CLIError(f"cannot read {info_path}: {_one_line(error)}; repair or remove it") from None
-        if not isinstance(run_info, dict):
-            raise CLIError(
-                f"cannot read {info_path}: not a run description (a JSON object); repair or remove it"
-            )
+    run_info = _read_run_info(info_path) if info_path.exists() else {}
     env_id = args.env or run_info.get("env_id")
     if not env_id:
         raise UsageError(f"pass --env ENV_ID ({info_path} does not exist to name the environment)")
@@ -785,8 +835,8 @@ def _enjoy(args: argparse.Namespace) -> int:
     video = None if args.video_folder is None else _video_recorder(info, args.video_folder, args.episodes)
     try:
         model = ACER.load(model_path, device=args.device)
-    except ModelFileError as error:
-        raise CLIError(f"cannot load {model_path}: {error}") from None
+    except (ModelFileError, OSError) as error:
+        raise CLIError(f"cannot load {model_path}: {_one_line(error)}") from None
     render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
     env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
     normalization_path = _sidecar(model_path, ".vecnormalize.npz")
@@ -794,7 +844,11 @@ def _enjoy(args: argparse.Namespace) -> int:
     # Python), statistics beside the model are used when they exist.
     normalized = run_info["normalize"] if "normalize" in run_info else normalization_path.is_file()
     if normalized and normalization_path.is_file():
-        env = load_normalization(env, normalization_path)
+        try:
+            env = load_normalization(env, normalization_path)
+        except (OSError, ValueError, KeyError) as error:
+            env.close()
+            raise CLIError(f"cannot read {normalization_path}: {_one_line(error)}") from None
     elif normalized:
         env.close()
         raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
@@ -876,22 +930,45 @@ def find_runs(paths: Sequence[str]) -> dict[tuple[str, str], list[pathlib.Path]]
 
 
 def _monitor_results(run: pathlib.Path) -> Any:
-    """The finished episodes of a run's Monitor logs (SB3's ``load_results``), as a ``DataFrame``.
+    """The finished episodes of a run's Monitor logs, as SB3's ``load_results`` gives them (a ``DataFrame``
+    of ``r``, ``l``, ``t``, ordered by time).
 
-    A partly written last line (a run still training) is left out; a file that is not a Monitor log is an
-    error naming it.
+    A line without its newline yet (a run still training) is left out; a file that is not a Monitor log is
+    an error naming it.
     """
-    from stable_baselines3.common.monitor import get_monitor_files, load_results
+    import pandas
+    from stable_baselines3.common.monitor import get_monitor_files
 
+    frames, starts = [], []
     for name in get_monitor_files(str(run)):
-        with open(name) as file:
-            if not file.readline().startswith("#"):
-                raise CLIError(f"{name} is not a Monitor log (its first line is not the '#{{...}}' header)")
-    try:
-        results = load_results(str(run))
-    except Exception as error:
-        raise CLIError(f"cannot read the Monitor logs in {run}: {_one_line(error)}") from None
-    return results.dropna(subset=["r", "l"])
+        try:
+            with open(name) as file:
+                text = file.read()
+            first, _, body = text.partition("\n")
+            if not first.startswith("#"):
+                raise ValueError("its first line is not the '#{...}' header")
+            header = json.loads(first[1:])
+            frame = pandas.read_csv(io.StringIO(body[: body.rfind("\n") + 1]), index_col=None)
+            if not {"r", "l", "t"} <= set(frame.columns):
+                raise ValueError("no r, l, t columns")
+            frame["t"] += header["t_start"]
+        except (
+            OSError,
+            UnicodeDecodeError,
+            ValueError,
+            KeyError,
+            TypeError,
+            pandas.errors.ParserError,
+        ) as error:
+            raise CLIError(f"{name} is not a readable Monitor log: {_one_line(error)}") from None
+        starts.append(header["t_start"])
+        frames.append(frame)
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pandas.DataFrame(columns=["r", "l", "t"])
+    results = pandas.concat(frames).sort_values("t").reset_index()
+    results["t"] -= min(starts)
+    return results
 
 
 def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> list[Curve]:
@@ -930,6 +1007,10 @@ def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> lis
     return curves
 
 
+#: Image formats of ``plot --out`` (matplotlib writes them without external programs).
+PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     try:
         import pandas  # noqa: F401
@@ -942,11 +1023,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out)
     if not out.suffix:
         out = out.with_suffix(".png")
-    formats = figure.canvas.get_supported_filetypes()
-    if out.suffix[1:].lower() not in formats:
+    if out.suffix.lower() not in PLOT_FORMATS:
         raise UsageError(
-            f"--out {args.out}: unknown image format {out.suffix!r}; use .png or one of "
-            + ", ".join(f".{name}" for name in sorted(formats))
+            f"--out {args.out}: unknown image format {out.suffix!r}; use one of {', '.join(PLOT_FORMATS)}"
         )
     _check_can_create(out, "--out", folder=False)
     curves = learning_curves(args.run_dirs, window=args.window)
@@ -969,8 +1048,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     axes.grid(alpha=0.3)
     axes.legend(loc="best")
     figure.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(out)
+    except OSError as error:
+        raise CLIError(f"cannot write {out}: {_one_line(error)}") from None
     print(f"saved {out}")
     return 0
 
@@ -1105,8 +1187,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--out",
         default="learning_curves.png",
-        help="image file; .png is added to a name without suffix, .pdf and .svg also work "
-        "(default: learning_curves.png)",
+        help="image file, replaced if it exists; .png is added to a name without suffix, .pdf, .svg and "
+        ".jpg also work (default: learning_curves.png)",
     )
     plot.add_argument("--window", type=_positive_int, default=10, help="episodes per moving average (10)")
     plot.add_argument("--title", help="figure title")

@@ -4,6 +4,7 @@ plot, the help texts, and the one-line errors."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -663,7 +664,10 @@ def test_enjoy_follows_the_run_description_over_stray_statistics(
             ["--policy", "CnnPolicy"],
             "CnnPolicy needs image observations (uint8, [H, W, C] or [C, H, W]); CartPole-v1",
         ),
-        (["--hyperparams", "device=bogus"], "--hyperparams device: unknown torch device 'bogus'"),
+        (
+            ["--hyperparams", "device=bogus"],
+            "--hyperparams device: unusable torch device 'bogus'; use one of auto, cpu, cuda, cuda:N",
+        ),
         (["--seed", "-1"], "argument --seed: expected a seed in [0, 2**32 - 1], got '-1'"),
         (["--timesteps", "1e400"], "argument --timesteps: expected a positive integer, got '1e400'"),
         (["--timesteps", "1.5e0"], "argument --timesteps: expected a positive integer, got '1.5e0'"),
@@ -671,7 +675,7 @@ def test_enjoy_follows_the_run_description_over_stray_statistics(
             ["--tensorboard-log", "{tmp}/notes.txt"],
             "--tensorboard-log {tmp}/notes.txt is a file, not a folder",
         ),
-        (["--save-path", "{tmp}/saved.d"], "--save-path {tmp}/saved.d is a folder, not a file"),
+        (["--save-path", "{tmp}/saved.zip"], "--save-path {tmp}/saved.zip is a folder, not a file"),
         (
             ["--save-path", "{tmp}/notes.txt/m.zip"],
             "--save-path {tmp}/notes.txt/m.zip cannot be created: {tmp}/notes.txt is a file",
@@ -686,12 +690,12 @@ def test_setup_errors_are_one_line_before_anything_is_written(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, extra: list[str], message: str
 ) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    (tmp_path / "saved.d").mkdir()
+    (tmp_path / "saved.zip").mkdir()
     logs = tmp_path / "logs"
     extra = [arg.format(tmp=tmp_path) for arg in extra]
     code, out, err = run(capsys, "train", "CartPole-v1", *FAST, "--log-folder", str(logs), *extra)
     assert_one_line_error(code, err, 2, message.format(tmp=tmp_path))
-    assert out == "" and sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt", "saved.d"]
+    assert out == "" and sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt", "saved.zip"]
 
 
 def test_whole_numbers_in_any_notation() -> None:
@@ -733,7 +737,7 @@ def test_enjoy_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path:
     model_path = tmp_path / "model.zip"
     ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
     code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--device", "bogus")
-    assert_one_line_error(code, err, 2, "argument --device: unknown torch device 'bogus'")
+    assert_one_line_error(code, err, 2, "argument --device: unusable torch device 'bogus'")
     code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--seed", "-1")
     assert_one_line_error(code, err, 2, "argument --seed: expected a seed in [0, 2**32 - 1]")
     # A space whose repr spans lines still gives one line.
@@ -760,7 +764,11 @@ def test_plot_errors_are_one_line_and_write_nothing(
     before = snapshot(tmp_path)
     logs = str(tmp_path / "logs")
     for extra, expected_code, message in (
-        (["--out", "curves.xyz"], 2, "--out curves.xyz: unknown image format '.xyz'; use .png or one of"),
+        (
+            ["--out", "curves.xyz"],
+            2,
+            "--out curves.xyz: unknown image format '.xyz'; use one of .png, .pdf, .svg, .jpg, .jpeg",
+        ),
         (["--out", f"{tmp_path}/old.png"], 2, f"--out {tmp_path}/old.png is a folder, not a file"),
         (["--out", f"{tmp_path}/notes.txt/c.png"], 2, f"--out {tmp_path}/notes.txt/c.png cannot be created"),
         (["--dpi", "100000"], 2, "argument --dpi: expected a resolution in [1, 1000] dots per inch"),
@@ -770,17 +778,21 @@ def test_plot_errors_are_one_line_and_write_nothing(
     assert snapshot(tmp_path) == before
     (tmp_path / "logs" / "X_0" / "0.monitor.csv").write_text("r,l,t\n1,10,1.0\n")
     code, _, err = run(capsys, "plot", logs, "--out", str(tmp_path / "c.png"))
-    assert_one_line_error(code, err, 1, f"{tmp_path / 'logs' / 'X_0' / '0.monitor.csv'} is not a Monitor log")
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"{tmp_path / 'logs' / 'X_0' / '0.monitor.csv'} is not a readable Monitor log: its first line is not",
+    )
 
 
 def test_plot_of_a_run_in_progress_and_of_a_run_given_twice(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("matplotlib")
     run_dir = tmp_path / "X_0"
     write_monitor(run_dir, [1, 2, 3], [10, 10, 10])
     with open(run_dir / "0.monitor.csv", "a") as file:
-        file.write("13.")  # the line Monitor is writing
+        file.write("12.0,1")  # the line Monitor is writing: r and l, but l may be cut short
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "plot", "X_0", str(run_dir), "--out", "curves", "--window", "1")
     assert code == 0, err
@@ -800,3 +812,114 @@ def test_ctrl_c_before_training_exits_130_without_a_traceback(
     code, _, err = train(capsys, tmp_path)
     assert code == 130 and err == "interrupted\n"
     assert not (tmp_path / "CartPole-v1_0").exists()
+
+
+def test_plot_reports_unreadable_monitor_logs_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    write_monitor(tmp_path / "X_0", [1, 2], [10, 10])
+    monitor = tmp_path / "X_0" / "0.monitor.csv"
+    for content, reason in (
+        (b"\xff\xfe\x00garbage\n", "'utf-8' codec can't decode"),
+        (b'#{"t_start": 0.0}\nx,y\n1,2\n', "no r, l, t columns"),
+        (b'#{"t_start": "soon"}\nr,l,t\n1,10,1.0\n', ""),
+    ):
+        monitor.write_bytes(content)
+        code, _, err = run(capsys, "plot", str(tmp_path / "X_0"), "--out", str(tmp_path / "c.png"))
+        assert_one_line_error(code, err, 1, f"{monitor} is not a readable Monitor log: {reason}")
+    code, _, err = run(capsys, "plot", str(tmp_path / "X_0"), "--out", str(tmp_path / "c.pgf"))
+    assert_one_line_error(code, err, 2, f"--out {tmp_path / 'c.pgf'}: unknown image format '.pgf'")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["X_0"]
+
+
+def test_overwrite_of_the_run_model_under_another_spelling(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert train(capsys, pathlib.Path("logs"), "--timesteps", "100")[0] == 0
+    absolute = tmp_path / "logs" / "CartPole-v1_0" / "model.zip"
+    code, _, err = train(
+        capsys, pathlib.Path("logs"), "--timesteps", "100", "--overwrite", "--save-path", str(absolute)
+    )
+    assert code == 0, err
+    assert ACER.load(absolute).num_timesteps >= 100 and (absolute.parent / "0.monitor.csv").exists()
+
+
+def test_files_in_the_way_are_reported_before_anything_is_removed(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sb3_acer.cli
+
+    logs = tmp_path / "logs"
+    assert train(capsys, logs, "--timesteps", "100")[0] == 0
+    (tmp_path / "m.json").mkdir()
+    before = snapshot(tmp_path)
+    code, _, err = train(
+        capsys, logs, "--timesteps", "100", "--overwrite", "--save-path", str(tmp_path / "m.zip")
+    )
+    assert_one_line_error(code, err, 2, f"--save-path {tmp_path / 'm.json'} is a folder, not a file")
+    code, _, err = train(capsys, logs, "--timesteps", "100", "--save-path", str(tmp_path / "m.json"))
+    assert_one_line_error(code, err, 2, f"--save-path {tmp_path / 'm.json'}: the model file must end in .zip")
+    (logs / "CartPole-v1_5").symlink_to(tmp_path / "gone")
+    code, _, err = train(capsys, logs, "--timesteps", "100", "--seed", "5")
+    assert_one_line_error(code, err, 2, f"the run folder {logs / 'CartPole-v1_5'} cannot be created: ")
+    # Without write permission in the run folder (simulated: root may write anywhere).
+    run_dir = logs / "CartPole-v1_0"
+    real_access = os.access
+    monkeypatch.setattr(
+        sb3_acer.cli.os,
+        "access",
+        lambda path, mode: pathlib.Path(path) != run_dir and real_access(path, mode),
+    )
+    code, _, err = train(capsys, logs, "--timesteps", "100", "--overwrite")
+    assert_one_line_error(
+        code, err, 2, f"the run folder {run_dir} cannot be written: no write permission in {run_dir}"
+    )
+    code, _, err = train(
+        capsys, logs, "--timesteps", "100", "--seed", "1", "--save-path", str(run_dir / "m.zip")
+    )
+    assert_one_line_error(code, err, 2, f"--save-path {run_dir / 'm.zip'} cannot be written")
+    assert snapshot(tmp_path) == before
+
+
+def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    model = tmp_path / "CartPole-v1_0" / "model.zip"
+    description = model.with_suffix(".json")
+    good = description.read_text()
+    for value in ("5", '["CartPole-v1"]'):
+        description.write_text(f'{{"env_id": {value}}}')
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(code, err, 1, f"cannot read {description}: 'env_id' must be a str, got")
+    description.write_text(good)
+    statistics = model.with_suffix(".vecnormalize.npz")
+    np.savez(
+        tmp_path / "wrong.npz",
+        obs_mean=np.zeros(7),
+        obs_var=np.ones(7),
+        obs_count=1.0,
+        norm_obs=True,
+        clip_obs=10.0,
+        clip_reward=10.0,
+        gamma=0.99,
+        epsilon=1e-8,
+        ret_mean=0.0,
+        ret_var=1.0,
+        ret_count=1.0,
+    )
+    for content, reason in (
+        (b"garbage", "cannot read"),
+        (
+            (tmp_path / "wrong.npz").read_bytes(),
+            "observation statistics of shape (7,), for observations of shape (4,)",
+        ),
+    ):
+        statistics.write_bytes(content)
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(code, err, 1, f"cannot read {statistics}: ")
+        assert reason in err
+    for device in ("meta", "xpu"):
+        code, _, err = run(capsys, "enjoy", str(model), "--device", device)
+        assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
