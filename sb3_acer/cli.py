@@ -1144,7 +1144,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="override constructor arguments, e.g. ent_coef=0.01 lr_schedule=constant",
     )
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
-    train.add_argument("--save-path", help="model file (default: <run folder>/model.zip)")
+    train.add_argument(
+        "--save-path", help="model file, .zip (default: <run folder>/model.zip); its .json goes beside it"
+    )
     train.add_argument("--tensorboard-log", metavar="DIR", help="write TensorBoard logs to DIR")
     train.add_argument(
         "--eval-freq",
