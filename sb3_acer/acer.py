@@ -931,8 +931,11 @@ class ACER(BaseAlgorithm):
         hyperparameters["lr_schedule"] = self.lr_schedule_name
         if callable(self.learning_rate):
             # A callable cannot be stored as data: store its current value as a constant rate (pass the
-            # callable again to ACER.load(..., learning_rate=...) to keep scheduling).
-            hyperparameters["learning_rate"] = self.current_learning_rate()
+            # callable again to ACER.load(..., learning_rate=...) to keep scheduling). At the end of a
+            # schedule that decays to 0 that value is 0, which is no learning rate: the initial one is
+            # stored then, so that the file loads.
+            current = self.current_learning_rate()
+            hyperparameters["learning_rate"] = current if current > 0 else float(self.learning_rate(1.0))
             hyperparameters["lr_schedule"] = "constant"
         return {
             "format": FORMAT_NAME,
@@ -1093,6 +1096,15 @@ class ACER(BaseAlgorithm):
             policy_name = data["policy_class"]
         except KeyError as error:
             raise ModelFileError(f"{path}: data.json lacks the entry {error}") from error
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError, AttributeError, IndexError) as error:
+            raise ModelFileError(f"{path}: data.json is invalid: {error}") from error
+        if not isinstance(hyperparameters, dict):
+            raise ModelFileError(f"{path}: data.json's hyperparameters are not an object")
+        unknown = sorted(set(hyperparameters) - set(HYPERPARAMETERS))
+        if unknown:
+            raise ModelFileError(f"{path}: data.json holds unknown hyperparameters {unknown}")
         given_policy_kwargs = kwargs.get("policy_kwargs")
         if (
             given_policy_kwargs is not None
@@ -1122,19 +1134,25 @@ class ACER(BaseAlgorithm):
                 if policy_name in cls.policy_aliases
                 else decode_json_value({"__class__": policy_name})
             )
-        for key, value in {**custom_objects, **kwargs}.items():
+        overrides = {**custom_objects, **kwargs}
+        for key, value in overrides.items():
             if key not in HYPERPARAMETERS:
                 raise ValueError(f"unknown hyperparameter {key!r} for ACER.load")
             hyperparameters[key] = value
 
-        model = cls(
-            policy=policy_class,
-            env=None,
-            device=device,
-            policy_kwargs=saved_policy_kwargs or None,
-            _init_setup_model=False,
-            **hyperparameters,
-        )
+        try:
+            model = cls(
+                policy=policy_class,
+                env=None,
+                device=device,
+                policy_kwargs=saved_policy_kwargs or None,
+                _init_setup_model=False,
+                **hyperparameters,
+            )
+        except (ValueError, TypeError) as error:
+            if overrides:  # the given values may be the cause: report the error as it is
+                raise
+            raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
         model.observation_space = observation_space
         model.action_space = action_space
         model.n_envs = int(data.get("n_envs", 1))
@@ -1150,13 +1168,19 @@ class ACER(BaseAlgorithm):
             model.n_envs = env.num_envs
             model._vec_normalize_env = unwrap_vec_normalize(env)
         model._setup_model()
-        model.set_parameters(tensors, exact_match=True)
-        model.num_timesteps = int(data.get("num_timesteps", 0))
-        model._total_timesteps = int(data.get("total_timesteps", 0))
-        model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
-        model._n_updates = int(data.get("n_updates", 0))
-        model._n_replay_updates = int(data.get("n_replay_updates", 0))
-        model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+        try:
+            model.set_parameters(tensors, exact_match=True)
+        except (RuntimeError, ValueError) as error:
+            raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
+        try:
+            model.num_timesteps = int(data.get("num_timesteps", 0))
+            model._total_timesteps = int(data.get("total_timesteps", 0))
+            model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
+            model._n_updates = int(data.get("n_updates", 0))
+            model._n_replay_updates = int(data.get("n_replay_updates", 0))
+            model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+        except (ValueError, TypeError) as error:
+            raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
         if replay_buffer is not None and model.replay_ratio > 0:
             try:
                 model._install_replay_buffer(replay_buffer)

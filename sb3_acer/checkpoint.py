@@ -99,7 +99,7 @@ def generator_from_state(state: Any) -> np.random.Generator:
     bit_generator = getattr(np.random, name)()
     try:
         bit_generator.state = state
-    except (TypeError, ValueError, KeyError, OverflowError) as error:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as error:
         raise ValueError(f"malformed {name} state: {error}") from error
     return np.random.Generator(bit_generator)
 
@@ -173,7 +173,15 @@ def set_global_rng_states(states: Any) -> None:
         random.Random().setstate(python_state)
         np.random.RandomState().set_state(numpy_state)
         th.Generator().set_state(torch_state)
-    except (KeyError, TypeError, ValueError, OverflowError, RuntimeError, AttributeError) as error:
+    except (
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        OverflowError,
+        RuntimeError,
+        AttributeError,
+    ) as error:
         raise ValueError(f"malformed random generator states: {error!r}") from error
     random.setstate(python_state)
     np.random.set_state(numpy_state)
@@ -470,7 +478,7 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
             state = {name: _decode(value, arrays) for name, value in header["state"].items()}
             buffer = cls(**_constructor_arguments(cls, state))
             _check_restored(buffer, state)
-        except (KeyError, TypeError, ValueError, MemoryError) as error:
+        except (KeyError, IndexError, TypeError, ValueError, MemoryError) as error:
             raise ReplayBufferFileError(f"{source}: the {class_name} state is invalid: {error}") from error
         vars(buffer).update(state)
         return buffer

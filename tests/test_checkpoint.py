@@ -670,3 +670,17 @@ def test_kill_during_save_never_damages_the_target(tmp_path: pathlib.Path, what:
             leftover.unlink()
         load(target)
     assert killed_mid_save > 0  # at least one kill landed in the middle of writing
+
+
+def test_replay_buffer_generator_with_a_short_key_raises(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    with zipfile.ZipFile(path) as archive:
+        header = json.loads(archive.read("replay_buffer.json"))
+    header["state"]["rngs"][0] = {
+        "__generator__": {"bit_generator": "MT19937", "state": {"key": [1, 2, 3], "pos": 0}}
+    }
+    _rewrite(path, tmp_path / "rng.pkl", "replay_buffer.json", json.dumps(header).encode())
+    with pytest.raises(ReplayBufferFileError, match="malformed MT19937 state"):
+        load_buffer(tmp_path / "rng.pkl")

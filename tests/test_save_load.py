@@ -565,3 +565,87 @@ def test_identity_model_survives_save_load_with_env(tmp_path: pathlib.Path) -> N
     )
     assert loaded.action_probability(obs, actions=obs).shape == (4, 1)
     loaded.learn(100)
+
+
+def test_a_callable_learning_rate_is_saved_as_a_rate_the_file_loads_with(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=10, replay_ratio=0, learning_rate=lambda p: 1e-3 * p)
+    model._current_progress_remaining = 0.25
+    model.save(tmp_path / "mid")
+    loaded = ACER.load(tmp_path / "mid.zip")
+    assert (loaded.learning_rate, loaded.lr_schedule) == (pytest.approx(2.5e-4), "constant")
+    model.learn(40)  # the schedule ends at 0, which is no learning rate: the initial one is stored
+    assert model.current_learning_rate() == 0.0
+    model.save(tmp_path / "end")
+    loaded = ACER.load(tmp_path / "end.zip")
+    assert (loaded.learning_rate, loaded.lr_schedule) == (pytest.approx(1e-3), "constant")
+
+
+SHORT_KEY_STATE = {"bit_generator": "MT19937", "state": {"key": [1, 2, 3], "pos": 0}}
+
+
+def _tamper(data: dict[str, Any], change: str) -> None:
+    if change == "replay generator with a short key":
+        data["rng_states"]["replay"] = SHORT_KEY_STATE
+    elif change == "numpy state with a short key":
+        data["rng_states"]["numpy"]["key"] = [1, 2, 3]
+    elif change == "unknown hyperparameter":
+        data["hyperparameters"]["warp_speed"] = 9
+    elif change == "hyperparameters not an object":
+        data["hyperparameters"] = [1]
+    elif change == "invalid hyperparameter value":
+        data["hyperparameters"]["gamma"] = 2.0
+    elif change == "Box shape that does not fit its bounds":
+        data["observation_space"]["shape"] = [7]
+    elif change == "Discrete with n=0":
+        data["action_space"]["n"] = 0
+    elif change == "counter that is not a number":
+        data["num_timesteps"] = "abc"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("replay generator with a short key", "random generator states are corrupt"),
+        ("numpy state with a short key", "malformed random generator states"),
+        ("unknown hyperparameter", r"data.json holds unknown hyperparameters \['warp_speed'\]"),
+        ("hyperparameters not an object", "hyperparameters are not an object"),
+        ("invalid hyperparameter value", "the saved settings are invalid: gamma must be in"),
+        ("Box shape that does not fit its bounds", "data.json is invalid"),
+        ("Discrete with n=0", "data.json is invalid"),
+        ("counter that is not a number", "data.json holds an invalid counter"),
+    ],
+)
+def test_every_tampered_model_file_raises_model_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, change: str, message: str
+) -> None:
+    _, path = trained
+    data = read_data(path)
+    _tamper(data, change)
+    write_data(path, tmp_path / "bad.zip", data)
+    with pytest.raises(ModelFileError, match=message):
+        ACER.load(tmp_path / "bad.zip")
+
+
+def test_tensors_that_do_not_fit_raise_model_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    other = tmp_path / "other.pth"
+    th.save({"weight": th.zeros(3)}, other)
+    rewrite_entry(path, tmp_path / "bad.zip", "policy.pth", other.read_bytes())
+    with pytest.raises(ModelFileError, match="the saved tensors do not fit the model"):
+        ACER.load(tmp_path / "bad.zip")
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist() if name != "policy.pth"}
+    with zipfile.ZipFile(tmp_path / "missing.zip", "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    with pytest.raises(ModelFileError, match="the saved tensors do not fit the model"):
+        ACER.load(tmp_path / "missing.zip")
+
+
+def test_invalid_override_at_load_is_reported_as_the_callers(trained: tuple[ACER, pathlib.Path]) -> None:
+    _, path = trained
+    with pytest.raises(ValueError, match="gamma must be in") as raised:
+        ACER.load(path, gamma=2.0)
+    assert not isinstance(raised.value, ModelFileError)
