@@ -410,9 +410,13 @@ def _rewrite(source: pathlib.Path, target: pathlib.Path, name: str, content: byt
             archive.writestr(entry, data)
 
 
-def _edit_header(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
+def _header(source: pathlib.Path) -> dict[str, Any]:
     with zipfile.ZipFile(source) as archive:
-        header = json.loads(archive.read("replay_buffer.json"))
+        return json.loads(archive.read("replay_buffer.json"))
+
+
+def _edit_header(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
+    header = _header(source)
     header.update(changes)
     _rewrite(source, target, "replay_buffer.json", json.dumps(header).encode())
 
@@ -439,8 +443,7 @@ def test_inconsistent_replay_buffer_state_raises(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
-    with zipfile.ZipFile(path) as archive:
-        header = json.loads(archive.read("replay_buffer.json"))
+    header = _header(path)
     header["state"]["num_in_buffer"] = 99
     _rewrite(path, tmp_path / "count.pkl", "replay_buffer.json", json.dumps(header).encode())
     with pytest.raises(ReplayBufferFileError, match=r"num_in_buffer=99 outside \[0, 12\]"):
@@ -676,8 +679,7 @@ def test_replay_buffer_generator_with_a_short_key_raises(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
-    with zipfile.ZipFile(path) as archive:
-        header = json.loads(archive.read("replay_buffer.json"))
+    header = _header(path)
     header["state"]["rngs"][0] = {
         "__generator__": {"bit_generator": "MT19937", "state": {"key": [1, 2, 3], "pos": 0}}
     }
