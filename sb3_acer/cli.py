@@ -239,6 +239,8 @@ def make_env(
         )
     except gym.error.DependencyNotInstalled as error:
         raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
+    except ImportError as error:
+        raise CLIError(f"{info.env_id} needs a module that is not installed: {_one_line(error)}") from None
     if info.atari:
         venv = VecFrameStack(venv, n_stack=ATARI_FRAME_STACK)
     if is_image_space(venv.observation_space) and not is_image_space_channels_first(
@@ -478,6 +480,13 @@ def _check_can_create(path: pathlib.Path, what: str, *, folder: bool) -> None:
 
     Files are written beside their target and renamed over it, so a file's folder must be writable.
     """
+    try:
+        _check_path(path, what, folder=folder)
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise UsageError(f"{what} {path}: {error.strerror or _one_line(error)}") from None
+
+
+def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
     if path.exists() and path.is_dir() != folder:
         raise UsageError(
             f"{what} {path} is a {'file' if folder else 'folder'}, not a {'folder' if folder else 'file'}"
@@ -643,11 +652,17 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     )
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
     # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
+    # They are set aside (renamed) until the run's envs and model exist, and put back if that fails.
+    aside: list[tuple[pathlib.Path, pathlib.Path]] = []
     try:
         for path in previous:
-            path.unlink()
+            moved = path.with_name(f".{path.name}.previous")
+            path.rename(moved)
+            aside.append((path, moved))
         created = _make_folders(run_dir)
     except OSError as error:
+        for path, moved in aside:
+            moved.rename(path)
         raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
 
     env: VecEnv | None = None
@@ -666,20 +681,26 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
             tensorboard_log=args.tensorboard_log,
             **settings.hyperparameters,
         )
-    except Exception as error:
-        # Leave no empty run behind: it would block the corrected command without --overwrite.
+    except BaseException as error:  # Ctrl-C included
+        # Leave no empty run behind: it would block the corrected command without --overwrite; and put
+        # the earlier run's files back.
         if env is not None:
             env.close()
         for path in run_dir.glob("*.monitor.csv"):
             path.unlink()
+        for path, moved in aside:
+            moved.rename(path)
         for folder in created:
             with contextlib.suppress(OSError):
                 folder.rmdir()
-        if isinstance(error, CLIError):
+        if isinstance(error, CLIError) or not isinstance(error, Exception):
             raise
         if isinstance(error, OSError):
             raise CLIError(f"cannot write the run: {_one_line(error)}") from None
         raise UsageError(f"invalid settings: {_one_line(error)}") from None
+
+    for _, moved in aside:
+        moved.unlink()
 
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
@@ -824,7 +845,8 @@ def _enjoy(args: argparse.Namespace) -> int:
     run_info = _read_run_info(info_path) if info_path.exists() else {}
     env_id = args.env or run_info.get("env_id")
     if not env_id:
-        raise UsageError(f"pass --env ENV_ID ({info_path} does not exist to name the environment)")
+        reason = "names no environment" if info_path.exists() else "does not exist to name the environment"
+        raise UsageError(f"pass --env ENV_ID ({info_path} {reason})")
     info = resolve_env(env_id)
     try:
         wrappers = env_wrappers(run_info.get("env_wrapper"))
@@ -832,13 +854,31 @@ def _enjoy(args: argparse.Namespace) -> int:
         raise CLIError(f"{info_path}: {error}") from None
     if args.video_folder is not None and args.render:
         raise UsageError("--render and --video-folder cannot be combined")
+    if args.video_folder is not None:
+        video_folder = pathlib.Path(args.video_folder)
+        _check_can_create(video_folder, "--video-folder", folder=True)
+        if video_folder.is_dir() and any(video_folder.glob("*.mp4")):
+            raise UsageError(
+                f"--video-folder {video_folder} already holds videos, which would be replaced; choose "
+                "another folder or remove them"
+            )
     video = None if args.video_folder is None else _video_recorder(info, args.video_folder, args.episodes)
     try:
         model = ACER.load(model_path, device=args.device)
     except (ModelFileError, OSError) as error:
         raise CLIError(f"cannot load {model_path}: {_one_line(error)}") from None
     render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
-    env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
+    try:
+        env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
+    except CLIError:
+        raise
+    except (ValueError, TypeError, AssertionError) as error:  # a saved wrapper that cannot wrap this env
+        raise UsageError(f"cannot make {env_id} for the model: {_one_line(error)}") from None
+    try:
+        check_for_correct_spaces(env, model.observation_space, model.action_space)
+    except ValueError as error:
+        env.close()
+        raise UsageError(f"the model does not fit {env_id}: {_one_line(error)}") from None
     normalization_path = _sidecar(model_path, ".vecnormalize.npz")
     # The run description says whether the model was trained normalised; without one (a model saved from
     # Python), statistics beside the model are used when they exist.
@@ -852,11 +892,6 @@ def _enjoy(args: argparse.Namespace) -> int:
     elif normalized:
         env.close()
         raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
-    try:
-        check_for_correct_spaces(env, model.observation_space, model.action_space)
-    except ValueError as error:
-        env.close()
-        raise UsageError(f"the model does not fit {env_id}: {_one_line(error)}") from None
 
     returns: list[float] = []
     obs = env.reset()
@@ -878,13 +913,18 @@ def _enjoy(args: argparse.Namespace) -> int:
                 returns.append(float(episode["r"]))
                 print(f"episode {len(returns)}: return {episode['r']:.2f}, length {episode['l']}")
     except KeyboardInterrupt:
-        env.close()
-        return 130
+        interrupted = True
+    else:
+        interrupted = False
     env.close()
-    print(
-        f"{info.env_id}: mean return over {len(returns)} episodes {np.mean(returns):.2f} "
-        f"+/- {np.std(returns):.2f}"
-    )
+    if returns:
+        print(
+            f"{info.env_id}: mean return over {_count(len(returns), 'episode')} {np.mean(returns):.2f} "
+            f"+/- {np.std(returns):.2f}"
+        )
+    if interrupted:
+        print("interrupted", file=sys.stderr)
+        return 130
     if args.video_folder is not None:
         print(f"videos: {args.video_folder}")
     return 0
@@ -915,10 +955,9 @@ def find_runs(paths: Sequence[str]) -> dict[tuple[str, str], list[pathlib.Path]]
         path = pathlib.Path(text)
         if not path.is_dir():
             raise UsageError(f"{text!r} is not a folder")
-        if get_monitor_files(str(path)):
-            runs = [path]
-        else:
-            runs = sorted(sub for sub in path.iterdir() if sub.is_dir() and get_monitor_files(str(sub)))
+        # A run folder, a folder of run folders, or both (Monitor files beside run folders).
+        runs = [path] if get_monitor_files(str(path)) else []
+        runs += sorted(sub for sub in path.iterdir() if sub.is_dir() and get_monitor_files(str(sub)))
         if not runs:
             raise CLIError(f"no Monitor logs (*.monitor.csv) in {text} or its subfolders")
         for run in runs:
@@ -1043,7 +1082,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             f"at {int(curve.steps[-1])} steps"
         )
     axes.set_xlabel("environment steps")
-    axes.set_ylabel(f"episode return (mean of {args.window} episodes)")
+    axes.set_ylabel(f"episode return (moving mean of up to {args.window} episodes)")
     axes.set_title(args.title or "ACER learning curves (mean +/- std over seeds)")
     axes.grid(alpha=0.3)
     axes.legend(loc="best")
@@ -1222,3 +1261,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside training, which saves the model itself
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a name too long, ...: what the system refused, on one line
+        print(f"error: {_one_line(error)}", file=sys.stderr)
+        return 1

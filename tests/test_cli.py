@@ -314,7 +314,7 @@ def test_normalize_dict_sets_vecnormalize_arguments_and_enjoy_follows(
         assert float(stats["ret_count"]) > 1.0  # the return statistics were updated
     code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1", "--deterministic")
     assert code == 0, err
-    assert "CartPole-v1: mean return over 1 episodes" in out
+    assert "CartPole-v1: mean return over 1 episode " in out
 
 
 def test_env_wrapper_wraps_training_evaluation_and_enjoy(
@@ -334,7 +334,7 @@ def test_env_wrapper_wraps_training_evaluation_and_enjoy(
     assert model.observation_space.shape == (5,)  # CartPole's 4 numbers and the remaining time
     code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
     assert code == 0, err
-    assert "CartPole-v1: mean return over 1 episodes" in out
+    assert "CartPole-v1: mean return over 1 episode " in out
     # Without the wrapper in MODEL.json the env does not fit the model: a one-line error, not a crash.
     info["env_wrapper"] = []
     (run_dir / "model.json").write_text(json.dumps(info))
@@ -923,3 +923,110 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
     for device in ("meta", "xpu"):
         code, _, err = run(capsys, "enjoy", str(model), "--device", device)
         assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
+
+
+def _failing_on_second_build(failure: BaseException) -> type[ACER]:
+    """ACER whose second construction raises ``failure``: ``train``'s check passes, building the run fails."""
+    calls: list[int] = []
+
+    class Failing(ACER):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            calls.append(1)
+            if len(calls) == 2:
+                raise failure
+            super().__init__(*args, **kwargs)
+
+    return Failing
+
+
+def test_a_run_that_fails_to_start_puts_the_earlier_run_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sb3_acer.cli
+
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    before = snapshot(tmp_path)
+    for failure, expected_code in (
+        (MemoryError("Unable to allocate 5.57 GiB"), 2),
+        (KeyboardInterrupt(), 130),
+    ):
+        monkeypatch.setattr(sb3_acer.cli, "ACER", _failing_on_second_build(failure))
+        code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--n-envs", "2", "--overwrite")
+        assert code == expected_code, err
+        assert snapshot(tmp_path) == before  # no .previous file left, no new Monitor log
+
+
+def test_enjoy_checks_its_video_folder_and_the_env_before_playing(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert (
+        train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "env_wrapper=TimeFeatureWrapper")[0]
+        == 0
+    )
+    run_dir = str(tmp_path / "CartPole-v1_0")
+    (tmp_path / "afile").write_text("mine")
+    code, _, err = run(capsys, "enjoy", run_dir, "--video-folder", str(tmp_path / "afile"))
+    assert_one_line_error(code, err, 2, f"--video-folder {tmp_path / 'afile'} is a file, not a folder")
+    (tmp_path / "videos").mkdir()
+    (tmp_path / "videos" / "CartPole-v1-episode-0.mp4").write_text("an earlier video")
+    code, _, err = run(capsys, "enjoy", run_dir, "--video-folder", str(tmp_path / "videos"))
+    assert_one_line_error(code, err, 2, f"--video-folder {tmp_path / 'videos'} already holds videos")
+    code, _, err = run(capsys, "enjoy", run_dir, "--env", "FrozenLake-v1")
+    assert_one_line_error(
+        code, err, 2, "cannot make FrozenLake-v1 for the model: env_wrapper TimeFeatureWrapper"
+    )
+    (tmp_path / "CartPole-v1_0" / "model.json").write_text('{"normalize": false}')
+    code, _, err = run(capsys, "enjoy", run_dir)
+    assert_one_line_error(
+        code, err, 2, f"pass --env ENV_ID ({tmp_path / 'CartPole-v1_0' / 'model.json'} names no"
+    )
+
+
+def test_enjoy_of_a_normalised_model_on_another_env_says_it_does_not_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--env", "Acrobot-v1")
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+
+
+def test_an_env_needing_a_missing_module_and_a_name_too_long(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    gym.register("NeedsAMissingModule-v0", entry_point="sb3_acer_no_such_module:Env")
+    code, _, err = run(capsys, "train", "NeedsAMissingModule-v0", *FAST, "--log-folder", str(tmp_path))
+    assert_one_line_error(code, err, 1, "NeedsAMissingModule-v0 needs a module that is not installed")
+    long_name = str(tmp_path / ("d" * 300))
+    code, _, err = train(capsys, pathlib.Path(long_name))
+    assert_one_line_error(code, err, 2, "the run folder")
+    assert "File name too long" in err
+    code, _, err = run(capsys, "plot", long_name)
+    assert code in (1, 2) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_plot_of_a_folder_that_is_a_run_and_holds_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    write_monitor(tmp_path / "mixed", [1, 2], [10, 10])
+    write_monitor(tmp_path / "mixed" / "CartPole-v1_0", [3, 4], [10, 10])
+    labels = sorted(curve.label for curve in learning_curves([str(tmp_path / "mixed")], window=1))
+    assert labels == ["CartPole-v1", "mixed"]
+
+
+def test_ctrl_c_in_enjoy_prints_the_episodes_played(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    predict = ACER.predict
+    calls = []
+
+    def interrupted_later(self: ACER, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 200:
+            raise KeyboardInterrupt
+        return predict(self, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "predict", interrupted_later)
+    code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--episodes", "1000")
+    assert code == 130 and err == "interrupted\n"
+    assert "CartPole-v1: mean return over" in out and out.count("episode ") >= 2
