@@ -499,6 +499,10 @@ def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
                 raise UsageError(f"{what} {path} cannot be created: {candidate} is a file")
             if not os.access(candidate, os.W_OK | os.X_OK):
                 raise UsageError(f"{what} {path} cannot be written: no write permission in {candidate}")
+            # A file is written as the hidden ".<name>.XXXXXXXX.tmp" first (an atomic save).
+            name_max = os.pathconf(candidate, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+            if not folder and len(f".{path.name}.XXXXXXXX.tmp") > name_max:
+                raise UsageError(f"{what} {path}: the file name is too long to be saved safely; shorten it")
             return
 
 

@@ -1000,6 +1000,9 @@ def test_an_env_needing_a_missing_module_and_a_name_too_long(
     code, _, err = train(capsys, pathlib.Path(long_name))
     assert_one_line_error(code, err, 2, "the run folder")
     assert "File name too long" in err
+    code, _, err = train(capsys, tmp_path, "--save-path", str(tmp_path / ("m" * 245 + ".zip")))
+    assert_one_line_error(code, err, 2, "--save-path")
+    assert "the file name is too long to be saved safely" in err
     code, _, err = run(capsys, "plot", long_name)
     assert code in (1, 2) and err.count("\n") == 1 and "Traceback" not in err
 
