@@ -632,15 +632,22 @@ def _save_in_a_child(save: Any, target: pathlib.Path) -> int:
     if pid == 0:  # the child: never returns into pytest
         try:
             os.close(read_end)
-            save(target)
+            try:
+                save(target)
+            except BaseException as error:  # tell the parent why, for the assertion below
+                os.write(write_end, f"first save failed: {error!r}".encode())
+                raise
             os.write(write_end, b"saved")
             while True:
                 save(target)
         finally:
             os._exit(1)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        assert pipe.read(5) == b"saved"
+    try:
+        message = os.read(read_end, 4096)  # what the child wrote first: b"saved" or why it failed
+    finally:
+        os.close(read_end)
+    assert message == b"saved", message
     return pid
 
 
