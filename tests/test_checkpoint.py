@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import os
@@ -626,10 +627,15 @@ def test_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: path
 def _save_in_a_child(save: Any, target: pathlib.Path) -> int:
     """Fork a process that saves to ``target`` over and over; return its pid once the first save is done."""
     read_end, write_end = os.pipe()
+    # The child inherits every object earlier tests left behind; a garbage collection in the child would
+    # run their finalizers there (one segfaulted in CI, finalizing native threads that do not survive a
+    # fork). Collect first, and never collect in the child, which only saves and then _exits.
+    gc.collect()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python >= 3.12 warns about fork and threads
         pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
+        gc.disable()
         try:
             os.close(read_end)
             try:
