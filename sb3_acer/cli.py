@@ -555,6 +555,21 @@ def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space
         )
 
 
+def _training_env(settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None) -> VecEnv:
+    """The run's training env: ``n_envs`` wrapped envs, in ``VecNormalize`` when the run normalises."""
+    env = make_env(
+        settings.env, n_envs, settings.seed, monitor_dir=monitor_dir, wrappers=settings.env_wrapper
+    )
+    if not settings.normalize:
+        return env
+    try:
+        gamma = float(settings.hyperparameters.get("gamma", 0.99))
+        return VecNormalize(env, gamma=gamma, **settings.normalize_kwargs)
+    except BaseException:
+        env.close()
+        raise
+
+
 def _check_model(settings: TrainSettings) -> None:
     """Build the run's model once on a single env without logs, so that every setting is checked before the
     run folder, the logs or an earlier run's files are touched."""
@@ -565,11 +580,7 @@ def _check_model(settings: TrainSettings) -> None:
             raise UsageError(f"--hyperparams device: {error}") from None
     env: VecEnv | None = None
     try:
-        env = make_env(settings.env, 1, settings.seed, wrappers=settings.env_wrapper)
-        if settings.normalize:
-            env = VecNormalize(
-                env, gamma=float(settings.hyperparameters.get("gamma", 0.99)), **settings.normalize_kwargs
-            )
+        env = _training_env(settings, n_envs=1)
         _check_policy_fits(settings.policy, settings.env.env_id, env.observation_space)
         ACER(settings.policy, env, seed=settings.seed, **settings.hyperparameters)
     except CLIError:
@@ -671,12 +682,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
 
     env: VecEnv | None = None
     try:
-        env = make_env(
-            settings.env, settings.n_envs, settings.seed, monitor_dir=run_dir, wrappers=settings.env_wrapper
-        )
-        if settings.normalize:
-            gamma = float(settings.hyperparameters.get("gamma", 0.99))
-            env = VecNormalize(env, gamma=gamma, **settings.normalize_kwargs)
+        env = _training_env(settings, settings.n_envs, monitor_dir=run_dir)
         model = ACER(
             settings.policy,
             env,
