@@ -62,7 +62,7 @@ from sb3_acer.presets import (
     resolve_policy_kwargs,
     wrapper_class,
 )
-from sb3_acer.serialization import ModelFileError
+from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 
 __all__ = ["CLIError", "main"]
 
@@ -262,8 +262,7 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
         observation_statistics = dict(
             obs_mean=obs_rms.mean, obs_var=obs_rms.var, obs_count=np.float64(obs_rms.count)
         )
-    np.savez(
-        path,
+    arrays = dict(
         **observation_statistics,
         ret_mean=ret_rms.mean,
         ret_var=ret_rms.var,
@@ -275,6 +274,7 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
         gamma=env.gamma,
         epsilon=env.epsilon,
     )
+    write_atomically(path, lambda file: np.savez(file, **arrays))
 
 
 def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
@@ -743,28 +743,30 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
     elapsed = time.perf_counter() - start
 
-    model_path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(model_path)
-    normalization_path = None
-    if isinstance(env, VecNormalize):
-        normalization_path = _sidecar(model_path, ".vecnormalize.npz")
-        save_normalization(env, normalization_path)
-    run_info = dict(
-        env_id=settings.env.env_id,
-        atari=settings.env.atari,
-        n_envs=settings.n_envs,
-        total_timesteps=settings.timesteps,
-        num_timesteps=int(model.num_timesteps),
-        policy=settings.policy,
-        normalize=settings.normalize,
-        normalize_kwargs=settings.normalize_kwargs,
-        env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
-        seed=settings.seed,
-        hyperparameters=_json_safe(settings.hyperparameters),
-        run_dir=str(run_dir),
-        sb3_acer_version=sb3_acer.__version__,
-    )
-    _sidecar(model_path, ".json").write_text(json.dumps(run_info, indent=2) + "\n")
+    with saving_through_ctrl_c() as pressed:
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+        model.save(model_path)
+        normalization_path = None
+        if isinstance(env, VecNormalize):
+            normalization_path = _sidecar(model_path, ".vecnormalize.npz")
+            save_normalization(env, normalization_path)
+        run_info = dict(
+            env_id=settings.env.env_id,
+            atari=settings.env.atari,
+            n_envs=settings.n_envs,
+            total_timesteps=settings.timesteps,
+            num_timesteps=int(model.num_timesteps),
+            policy=settings.policy,
+            normalize=settings.normalize,
+            normalize_kwargs=settings.normalize_kwargs,
+            env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
+            seed=settings.seed,
+            hyperparameters=_json_safe(settings.hyperparameters),
+            run_dir=str(run_dir),
+            sb3_acer_version=sb3_acer.__version__,
+        )
+        description = (json.dumps(run_info, indent=2) + "\n").encode()
+        write_atomically(_sidecar(model_path, ".json"), lambda file: file.write(description))
     env.close()
 
     episodes = list(model.ep_info_buffer or [])
@@ -793,7 +795,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         print(f"  normalisation statistics: {normalization_path}")
     print(f"  Monitor logs: {run_dir}  (plot: {PROG} plot {run_dir})")
     print(f"  watch it: {PROG} enjoy {model_path}")
-    return 130 if interrupted else 0
+    return 130 if interrupted or pressed else 0
 
 
 # ---------------------------------------------------------------------------------------------- enjoy

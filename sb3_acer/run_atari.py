@@ -25,6 +25,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback,
 from sb3_acer.acer import ACER
 from sb3_acer.atari import SAMPLERS, make_atari_vec_env
 from sb3_acer.schedules import LR_SCHEDULES
+from sb3_acer.serialization import saving_through_ctrl_c
 
 __all__ = ["build_parser", "main"]
 
@@ -226,8 +227,9 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             )
         except KeyboardInterrupt:
             print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
-        save_path.parent.mkdir(parents=True, exist_ok=True)
-        model.save(save_path)
+        with saving_through_ctrl_c():
+            save_path.parent.mkdir(parents=True, exist_ok=True)
+            model.save(save_path)
     finally:
         env.close()
         if eval_env is not None:

@@ -23,16 +23,19 @@ the module's code): import your own module first, or pass the class in ``custom_
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import json
 import os
 import pathlib
+import signal
 import sys
 import tempfile
+import threading
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -203,7 +206,32 @@ def write_model_file(
     write_atomically(path, write)
 
 
-def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], None]) -> None:
+@contextlib.contextmanager
+def saving_through_ctrl_c() -> Iterator[list[int]]:
+    """Run the block (saving what a run produced) to its end through Ctrl-C.
+
+    A SIGINT during the block is noted in the yielded list, with one line on stderr, instead of raising
+    ``KeyboardInterrupt`` halfway through the files; the previous handler is put back afterwards. Outside
+    the main thread, where no signal handler can be set, the block runs unprotected.
+    """
+    pressed: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        if not pressed:
+            print("\nCtrl-C: finishing the save first", file=sys.stderr, flush=True)
+        pressed.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], object]) -> None:
     """Call ``write`` on a temporary file beside ``path``, then rename it to ``path``.
 
     A process killed at any moment leaves at ``path`` either the previous file or the complete new one

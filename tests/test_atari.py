@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
+import signal
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -441,7 +443,14 @@ def test_run_atari_saves_the_model_when_interrupted(
                 raise KeyboardInterrupt
             return True
 
+    save = ACER.save
+
+    def ctrl_c_again_while_saving(self: ACER, *args: Any, **kwargs: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the impatient second press
+        save(self, *args, **kwargs)
+
     monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", CtrlC)
+    monkeypatch.setattr(ACER, "save", ctrl_c_again_while_saving)
     saved = main(
         [
             "--num-timesteps=400",
@@ -454,7 +463,10 @@ def test_run_atari_saves_the_model_when_interrupted(
         ]
     )
     assert ACER.load(saved).num_timesteps == 80
-    assert "interrupted at 80 steps; saving the model" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "interrupted at 80 steps; saving the model" in out
+    assert "Ctrl-C: finishing the save first" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import types
@@ -1033,3 +1034,30 @@ def test_ctrl_c_in_enjoy_prints_the_episodes_played(
     code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--episodes", "1000")
     assert code == 130 and err == "interrupted\n"
     assert "CartPole-v1: mean return over" in out and out.count("episode ") >= 2
+
+
+def test_ctrl_c_while_saving_still_writes_every_file_of_the_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A second Ctrl-C (or a first one just after training) lands while the model is being saved: the save
+    # goes on, the run description and statistics beside the model are written, and the command exits 130.
+    save = ACER.save
+
+    def interrupted_while_saving(self: ACER, *args: Any, **kwargs: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        save(self, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", interrupted_while_saving)
+    code, out, err = train(capsys, tmp_path, "--hyperparams", "normalize=True")
+    run_dir = tmp_path / "CartPole-v1_0"
+    assert code == 130, err
+    assert "Ctrl-C: finishing the save first" in err and "Traceback" not in err
+    assert sorted(path.name for path in run_dir.glob("model.*")) == [
+        "model.json",
+        "model.vecnormalize.npz",
+        "model.zip",
+    ]
+    assert json.loads((run_dir / "model.json").read_text())["num_timesteps"] == 520
+    assert ACER.load(run_dir / "model.zip").num_timesteps == 520
+    assert f"model: {run_dir / 'model.zip'}" in out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
