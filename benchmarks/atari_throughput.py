@@ -10,8 +10,14 @@ Measured, in this order, on one game:
   with the frame-deduplicated replay memory; replay starts after the first segment so that every update
   after it replays (``replay_start=20``). One warm-up update is not timed. The time is split into stepping
   the environments, choosing actions (policy forward passes during the rollout) and learning;
+* the peers, SB3's A2C, PPO and DQN with ``CnnPolicy`` and rl-baselines3-zoo's Atari hyperparameters
+  (hyperparams/{a2c,ppo,dqn}.yml: A2C 16 envs x 5 steps with RMSpropTFLike; PPO 8 envs x 128 steps, 4 epochs
+  of batches of 256; DQN one env, a gradient step every 4 steps on batches of 32), trained on the same
+  sampler for the same number of agent steps after an untimed warm-up, and ACER's speed as a ratio of
+  theirs. DQN starts learning after 1,000 steps here (the zoo: 100,000) so that the timed steps learn;
 * replay memory per stored transition at SB2's Atari set-up (``buffer_size=5000``, T=20, 16 envs): frames
-  stored once against SB2's layout (whole 4x84x84 stacks, kept by ``SegmentReplayBuffer``).
+  stored once against SB2's layout (whole 4x84x84 stacks, kept by ``SegmentReplayBuffer``) and against
+  the zoo DQN's replay buffer (100,000 transitions, observation and next observation stored).
 
 Usage::
 
@@ -33,13 +39,18 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
+from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import command_line
+from benchmarks.common import command_line, git_commit
 from sb3_acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
 from sb3_acer.buffer import SegmentReplayBuffer
@@ -128,6 +139,8 @@ def acer_training(env_id: str, sampler: str, n_envs: int, steps: int, device: st
     model = ACER(
         "CnnPolicy", env, n_steps=20, replay_ratio=4, replay_start=20, buffer_size=5000, seed=0, device=device
     )
+    # ACER does not see through the timing wrapper (a wrapper it does not know may change observations), so
+    # it would keep whole stacks; give it the frame memory it builds for the bare env.
     buffer = make_replay_buffer(
         env=env.venv,
         observation_space=model.observation_space,
@@ -137,9 +150,8 @@ def acer_training(env_id: str, sampler: str, n_envs: int, steps: int, device: st
         n_actions=int(model.action_space.n),  # type: ignore[attr-defined]
         seed=0,
     )
-    assert isinstance(buffer, FrameStackReplayBuffer)
-    model.replay_buffer = None
-    setattr(model, "replay_buffer", buffer)  # noqa: B010 - until ACER builds it itself
+    assert isinstance(buffer, FrameStackReplayBuffer), type(buffer)
+    model.replay_buffer = buffer
     model.learn(n_envs * model.n_steps)  # warm-up: first allocations, first replay
     env.seconds = 0.0
     updates_before = model._n_updates
@@ -169,6 +181,75 @@ def acer_training(env_id: str, sampler: str, n_envs: int, steps: int, device: st
     }
 
 
+# rl-baselines3-zoo's Atari hyperparameters (hyperparams/{a2c,ppo,dqn}.yml, "atari" entry): number of games,
+# constructor arguments, and the untimed warm-up in agent steps (DQN's includes its learning_starts).
+PEERS: dict[str, tuple[type[BaseAlgorithm], int, dict[str, Any], int]] = {
+    "A2C": (
+        A2C,
+        16,
+        dict(
+            ent_coef=0.01,
+            vf_coef=0.25,
+            policy_kwargs=dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5)),
+        ),
+        16 * 5,
+    ),
+    "PPO": (
+        PPO,
+        8,
+        dict(
+            n_steps=128,
+            n_epochs=4,
+            batch_size=256,
+            learning_rate=2.5e-4,
+            clip_range=0.1,
+            vf_coef=0.5,
+            ent_coef=0.01,
+        ),
+        8 * 128,
+    ),
+    "DQN": (
+        DQN,
+        1,
+        dict(
+            buffer_size=100_000,
+            learning_rate=1e-4,
+            batch_size=32,
+            learning_starts=1_000,
+            target_update_interval=1_000,
+            train_freq=4,
+            gradient_steps=1,
+            exploration_fraction=0.1,
+            exploration_final_eps=0.01,
+            optimize_memory_usage=False,
+        ),
+        1_000 + 100,
+    ),
+}
+
+
+def peer_training(algo: str, env_id: str, sampler: str, steps: int, device: str) -> dict[str, Any]:
+    """Agent steps/s of one SB3 peer trained with ``CnnPolicy`` for ``steps`` agent steps after its warm-up
+    (a whole rollout; DQN: past ``learning_starts``). On-policy peers round ``steps`` up to whole rollouts."""
+    cls, n_envs, kwargs, warm_up = PEERS[algo]
+    env = make_atari_vec_env(env_id, n_envs, seed=0, sampler=sampler)
+    model = cls("CnnPolicy", env, seed=0, device=device, **kwargs)
+    model.learn(warm_up)
+    before = model.num_timesteps
+    start = time.perf_counter()
+    model.learn(steps, reset_num_timesteps=False)
+    total = time.perf_counter() - start
+    env.close()
+    trained = model.num_timesteps - before
+    return {
+        "n_envs": n_envs,
+        "steps": trained,
+        "seconds": total,
+        "steps_per_s": trained / total,
+        "frames_per_s": trained * FRAMES_PER_STEP / total,
+    }
+
+
 def replay_memory(n_actions: int) -> dict[str, float]:
     capacity, n_steps, n_envs, shape = 5000 // 20, 20, 16, (4, 84, 84)
     transitions = capacity * n_steps * n_envs
@@ -176,12 +257,37 @@ def replay_memory(n_actions: int) -> dict[str, float]:
     whole = SegmentReplayBuffer.estimate_nbytes(
         capacity, n_steps, n_envs, shape, np.dtype(np.uint8), n_actions
     )
+    # The zoo DQN's buffer, as SB3 allocates it (numpy zeros: pages are not touched, so this costs nothing).
+    dqn = ReplayBuffer(
+        100_000,
+        spaces.Box(0, 255, (4, 84, 84), np.uint8),
+        spaces.Discrete(n_actions),
+        device="cpu",
+        n_envs=1,
+        optimize_memory_usage=False,
+        handle_timeout_termination=True,
+    )
+    dqn_bytes = sum(
+        array.nbytes
+        for array in (
+            dqn.observations,
+            dqn.next_observations,
+            dqn.actions,
+            dqn.rewards,
+            dqn.dones,
+            dqn.timeouts,
+        )
+    )
+    del dqn
     return {
         "transitions": transitions,
         "frame_bytes_per_transition": frames / transitions,
         "sb2_bytes_per_transition": whole / transitions,
         "frame_total_gb": frames / 1e9,
         "sb2_total_gb": whole / 1e9,
+        "dqn_transitions": 100_000,
+        "dqn_bytes_per_transition": dqn_bytes / 100_000,
+        "dqn_total_gb": dqn_bytes / 1e9,
     }
 
 
@@ -208,6 +314,15 @@ def markdown(results: dict[str, Any]) -> str:
             f"| ACER CnnPolicy, replay_ratio 4, {sampler} | {row['steps_per_s']:.0f} | "
             f"{row['frames_per_s']:.0f} | {split} |"
         )
+    for sampler, peers in results.get("peers", {}).items():
+        acer = results["training"].get(sampler)
+        for algo, row in peers.items():
+            ratio = f"ACER / {algo}: {acer['steps_per_s'] / row['steps_per_s']:.2f}" if acer else ""
+            lines.append(
+                f"| {algo} CnnPolicy (zoo), {row['n_envs']} env{'s' * (row['n_envs'] > 1)}, {sampler} | "
+                f"{row['steps_per_s']:.0f} | "
+                f"{row['frames_per_s']:.0f} | {ratio} |"
+            )
     memory = results["replay_memory"]
     lines += [
         "",
@@ -217,6 +332,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"{memory['frame_total_gb']:.2f} GB |",
         f"| whole stacks (SB2's layout, SegmentReplayBuffer) | {memory['sb2_bytes_per_transition']:.0f} | "
         f"{memory['sb2_total_gb']:.2f} GB |",
+        f"| zoo DQN (SB3 ReplayBuffer, 100,000 transitions) | {memory['dqn_bytes_per_transition']:.0f} | "
+        f"{memory['dqn_total_gb']:.2f} GB |",
     ]
     return "\n".join(lines)
 
@@ -234,6 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--train-steps", type=int, default=3200, help="agent steps of ACER training per sampler"
     )
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    parser.add_argument(
+        "--peers",
+        nargs="*",
+        default=list(PEERS),
+        choices=list(PEERS),
+        help="SB3 algorithms trained on each sampler beside ACER (none: give the flag alone)",
+    )
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", default=None, help="also write the JSON here")
@@ -249,6 +373,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         device = f"{device}: {th.cuda.get_device_name(th.device(device))}"
     results: dict[str, Any] = {
         "command": command_line("atari_throughput.py", sys.argv[1:] if argv is None else argv),
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": git_commit(),
         "env": args.env,
         "n_envs": args.n_envs,
         "machine": f"{os.cpu_count()} CPUs, torch {th.__version__} ({args.torch_threads} thread(s), "
@@ -258,6 +384,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "samplers": {s: sampler_alone(args.env, s, args.n_envs, args.sampler_steps) for s in args.samplers},
         "training": {
             s: acer_training(args.env, s, args.n_envs, args.train_steps, args.device) for s in args.samplers
+        },
+        "peers": {
+            s: {a: peer_training(a, args.env, s, args.train_steps, args.device) for a in args.peers}
+            for s in args.samplers
         },
         "replay_memory": replay_memory(n_actions=4),
         "load_average_after": os.getloadavg(),

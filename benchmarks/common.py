@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import platform
 import shlex
+import subprocess
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -21,6 +22,25 @@ from stable_baselines3.common.callbacks import BaseCallback
 def command_line(script: str, args: list[str]) -> str:
     """``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments."""
     return shlex.join(["python", f"benchmarks/{script}", *args])
+
+
+def git_commit() -> str | None:
+    """The short commit checked out, ``+changes`` when tracked files differ from it; ``None`` outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+changes" if changed else "")
 
 
 def write_results(
