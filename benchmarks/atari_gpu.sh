@@ -5,7 +5,8 @@
 #   bash benchmarks/atari_gpu.sh OUT_DIR [TRAIN_SECONDS] [DEVICE]
 #
 # 1. benchmarks/atari_throughput.py on Pong (emulator ceiling, each sampler, ACER training with the time
-#    split), written to OUT_DIR/atari_throughput_gpu.json;
+#    split, SB3's A2C and PPO beside it; DQN's single env is left out for time), written to
+#    OUT_DIR/atari_throughput_gpu.json;
 # 2. `python -m sb3_acer.run_atari` on PongNoFrameskip-v4 with SB2's defaults (16 envs, constant learning
 #    rate 7e-4, replay ratio 4, 10M steps asked for), sent SIGINT after TRAIN_SECONDS (default 430): run_atari
 #    then saves the model trained so far. With the constant learning rate, a run stopped early is the first
@@ -29,8 +30,8 @@ if torch.cuda.is_available():
 EOF
 nproc
 
-timeout 90 "$python" benchmarks/atari_throughput.py --env PongNoFrameskip-v4 --sampler-steps 500 \
-    --train-steps 6400 --samplers wrappers ale-vector --device "$device" \
+timeout 150 "$python" benchmarks/atari_throughput.py --env PongNoFrameskip-v4 --sampler-steps 500 \
+    --train-steps 6400 --samplers wrappers ale-vector --peers A2C PPO --device "$device" \
     --out "$out/atari_throughput_gpu.json" || echo "atari_throughput.py failed or timed out: $?"
 
 timeout -s INT -k 60 "$seconds" "$python" -m sb3_acer.run_atari --env PongNoFrameskip-v4 --device "$device" \
