@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import io
@@ -10,7 +11,7 @@ import platform
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -176,8 +177,12 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
     if max_grad_norm is not None and (not is_number(max_grad_norm) or not max_grad_norm > 0):
         fail("max_grad_norm", "must be a positive number or None (no clipping)")
     learning_rate = params["learning_rate"]
-    if not callable(learning_rate) and (not is_number(learning_rate) or not learning_rate > 0):
-        fail("learning_rate", "must be a positive number or a schedule (callable of progress remaining)")
+    if not callable(learning_rate) and (
+        not is_number(learning_rate) or not np.isfinite(learning_rate) or not learning_rate > 0
+    ):
+        fail(
+            "learning_rate", "must be a positive finite number or a schedule (callable of progress remaining)"
+        )
     if params["lr_schedule"] not in LR_SCHEDULES:
         raise ValueError(
             f"unknown lr_schedule {params['lr_schedule']!r}; choose one of {sorted(LR_SCHEDULES)}"
@@ -188,6 +193,34 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
     num_procs = params["num_procs"]
     if num_procs is not None and (not isinstance(num_procs, int | np.integer) or num_procs <= 0):
         fail("num_procs", "must be a positive integer or None")
+    check_seed(params.get("seed"))
+    device = params.get("device", "auto")
+    if not isinstance(device, th.device) and device != "auto":
+        try:
+            th.device(device)
+        except (RuntimeError, TypeError, ValueError) as error:
+            raise ValueError(f"device {device!r} is not a torch device: {error}") from None
+
+
+def check_seed(seed: Any, name: str = "seed") -> None:
+    """Raise ``ValueError`` unless ``seed`` is ``None`` or an integer numpy and torch both accept."""
+    if seed is not None and (
+        not isinstance(seed, int | np.integer) or isinstance(seed, bool) or not 0 <= seed <= 2**32 - 1
+    ):
+        raise ValueError(f"{name} must be an integer in [0, 2**32 - 1], got {seed!r}")
+
+
+@contextlib.contextmanager
+def _global_state_restored_on_error() -> Iterator[None]:
+    """Put torch's thread count and the global random generators back if the block raises: a model that
+    fails to build (a policy_kwargs the network refuses, an unusable device) changes nothing global."""
+    threads, states = th.get_num_threads(), global_rng_states()
+    try:
+        yield
+    except BaseException:
+        th.set_num_threads(threads)
+        set_global_rng_states(states)
+        raise
 
 
 class ACER(BaseAlgorithm):
@@ -317,48 +350,50 @@ class ACER(BaseAlgorithm):
             # (e.g. on unbounded Box actions) or name another algorithm's policies (Dict observations).
             env = maybe_make_env(env, verbose)
             self._check_spaces(env.observation_space, env.action_space)
-        if num_procs is not None:
-            th.set_num_threads(int(num_procs))
+        # Nothing global changes unless the model is built: thread count and generators are put back.
+        with _global_state_restored_on_error():
+            if num_procs is not None:
+                th.set_num_threads(int(num_procs))
 
-        super().__init__(
-            policy=policy,
-            env=env,
-            learning_rate=learning_rate,
-            policy_kwargs=policy_kwargs,
-            tensorboard_log=tensorboard_log,
-            verbose=verbose,
-            device=device,
-            support_multi_env=True,
-            seed=seed,
-        )
-        self.gamma = float(gamma)
-        self.n_steps = int(n_steps)
-        self.num_procs = num_procs
-        self.q_coef = float(q_coef)
-        self.ent_coef = float(ent_coef)
-        self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
-        self.lr_schedule_name = lr_schedule
-        self.q_lr_ratio = float(q_lr_ratio)
-        self.rprop_alpha = float(rprop_alpha)
-        self.rprop_epsilon = float(rprop_epsilon)
-        self.buffer_size = int(buffer_size)
-        self.replay_ratio = float(replay_ratio)
-        self.replay_start = int(replay_start)
-        self.correction_term = float(correction_term)
-        self.trust_region = bool(trust_region)
-        self.alpha = float(alpha)
-        self.delta = float(delta)
-        self.handle_timeout_termination = bool(handle_timeout_termination)
-        self.retrace_lambda = float(retrace_lambda)
-        self.replay_buffer: ReplayBuffer | None = None
-        self.n_skipped_updates = 0
-        self._n_replay_updates = 0
-        # Recurrent policies: the LSTM state (h, c) reached in the training envs, carried across segments.
-        self._last_lstm_state: LSTMState | None = None
-        self._replay_rng = np.random.default_rng(seed)
+            super().__init__(
+                policy=policy,
+                env=env,
+                learning_rate=learning_rate,
+                policy_kwargs=policy_kwargs,
+                tensorboard_log=tensorboard_log,
+                verbose=verbose,
+                device=device,
+                support_multi_env=True,
+                seed=seed,
+            )
+            self.gamma = float(gamma)
+            self.n_steps = int(n_steps)
+            self.num_procs = num_procs
+            self.q_coef = float(q_coef)
+            self.ent_coef = float(ent_coef)
+            self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
+            self.lr_schedule_name = lr_schedule
+            self.q_lr_ratio = float(q_lr_ratio)
+            self.rprop_alpha = float(rprop_alpha)
+            self.rprop_epsilon = float(rprop_epsilon)
+            self.buffer_size = int(buffer_size)
+            self.replay_ratio = float(replay_ratio)
+            self.replay_start = int(replay_start)
+            self.correction_term = float(correction_term)
+            self.trust_region = bool(trust_region)
+            self.alpha = float(alpha)
+            self.delta = float(delta)
+            self.handle_timeout_termination = bool(handle_timeout_termination)
+            self.retrace_lambda = float(retrace_lambda)
+            self.replay_buffer: ReplayBuffer | None = None
+            self.n_skipped_updates = 0
+            self._n_replay_updates = 0
+            # Recurrent policies: the LSTM state (h, c) reached in the training envs, carried across segments.
+            self._last_lstm_state: LSTMState | None = None
+            self._replay_rng = np.random.default_rng(seed)
 
-        if _init_setup_model:
-            self._setup_model()
+            if _init_setup_model:
+                self._setup_model()
 
     # ------------------------------------------------------------------ set-up
 
@@ -560,7 +595,8 @@ class ACER(BaseAlgorithm):
         """Train for at least ``total_timesteps`` environment steps.
 
         Args:
-            total_timesteps: number of environment steps (all envs together) to train for.
+            total_timesteps: number of environment steps (all envs together) to train for; a whole
+                number, which may be written as a float (``1e5``).
             callback: an SB3 callback, a list of them, or SB2's callable ``(locals, globals) -> bool``.
             seed: re-seed before training (``None`` keeps the current seed).
             log_interval: number of on-policy iterations between two log dumps (0 or ``None``: never).
@@ -571,11 +607,24 @@ class ACER(BaseAlgorithm):
         Returns:
             The trained model.
         """
-        if not isinstance(total_timesteps, int | np.integer) or total_timesteps < 0:
+        # A whole number written as a float (learn(1e5), the zoo's n_timesteps) counts, as in SB3.
+        whole_float = isinstance(total_timesteps, float) and float(total_timesteps).is_integer()
+        if (
+            not (isinstance(total_timesteps, int | np.integer) or whole_float)
+            or isinstance(total_timesteps, bool)
+            or total_timesteps < 0
+        ):
             raise ValueError(f"total_timesteps must be a non-negative integer, got {total_timesteps!r}")
         if self.env is None:
             raise ValueError(
                 "this model has no environment; pass one to ACER.load(..., env=...) or set_env()"
+            )
+        check_seed(seed)
+        callbacks = callback if isinstance(callback, list) else [callback]
+        if not all(c is None or isinstance(c, BaseCallback) or callable(c) for c in callbacks):
+            raise TypeError(
+                "callback must be an SB3 BaseCallback, a list of them, a callable (locals, globals) -> bool "
+                f"(SB2's), or None; got {callback!r}"
             )
         self.set_random_seed(seed)
         total_timesteps, callback_obj = self._setup_learn(
@@ -889,6 +938,7 @@ class ACER(BaseAlgorithm):
             raise RuntimeError(f"missing parameter group(s) {sorted(names - set(params))} (exact_match=True)")
         for name, state in params.items():
             if name == "optimizer":
+                self._check_optimizer_state(state)
                 continue
             module: th.nn.Module = getattr(self, name)
             own = module.state_dict()
@@ -917,6 +967,27 @@ class ACER(BaseAlgorithm):
             for name, state in backup.items():
                 getattr(self, name).load_state_dict(state)
             raise
+
+    def _check_optimizer_state(self, state: Any) -> None:
+        """Raise ``ValueError`` unless ``state`` is a state dict of this model's kind of optimizer (torch's
+        ``load_state_dict`` accepts another optimizer's, and the next step then fails)."""
+        groups = state.get("param_groups") if isinstance(state, dict) else None
+        if (
+            not isinstance(groups, list)
+            or not groups
+            or not all(isinstance(group, dict) for group in groups)
+            or not isinstance(state.get("state"), dict)
+        ):
+            raise ValueError("optimizer: not an optimizer state dict (with 'state' and 'param_groups')")
+        if len(groups) not in (1, 2):
+            raise ValueError(f"optimizer: {len(groups)} parameter groups saved; ACER's optimizer has 1 or 2")
+        own = set(self.optimizer.param_groups[0]) - {"params"}
+        unknown = sorted(set().union(*groups) - own - {"params"})
+        if unknown:
+            raise ValueError(
+                f"optimizer: the saved state is an optimizer state with settings {unknown} unknown to this "
+                f"model's {type(self.optimizer).__name__}: another optimizer's state cannot be loaded"
+            )
 
     def _policy_class_name(self) -> str:
         for alias, cls in self.policy_aliases.items():
@@ -1066,10 +1137,12 @@ class ACER(BaseAlgorithm):
                 ``policy=...`` is accepted too.
 
         The random generators (Python's, NumPy's and torch's global ones, and the replay sampling) are
-        restored to their saved states, so that training continues the same random streams. A file saved
-        with ``include=["replay_buffer"]`` restores the replay memory too; it must fit the model (same
-        number of envs, ``n_steps`` and ``buffer_size``); ``custom_objects={"replay_buffer": None}`` starts
-        with an empty memory instead.
+        restored to their saved states, so that training continues the same random streams; with a
+        ``seed`` given (``load(path, seed=1)``) they are seeded from it instead, as a new model's are.
+        A file saved with ``include=["replay_buffer"]`` restores the replay memory too; it must fit the
+        model (same number of envs, ``n_steps`` and ``buffer_size``); ``custom_objects={"replay_buffer":
+        None}`` starts with an empty memory instead. ``custom_objects={"policy_kwargs": ...}`` replaces the
+        saved ``policy_kwargs`` without reading them (for classes this process cannot import).
         """
         del force_reset
         data, tensors = read_model_file(path, device="cpu")
@@ -1088,9 +1161,16 @@ class ACER(BaseAlgorithm):
                 raise ModelFileError(
                     f"{path}: the saved random generator states are corrupt: {error}"
                 ) from error
+        # custom_objects={"policy_kwargs": ...} replaces the saved ones unread (as in SB3): their classes may
+        # live in a script this process cannot import; the saved tensors must still fit the network.
+        replaced_policy_kwargs = custom_objects.pop("policy_kwargs", None)
         try:
             hyperparameters = decode_json_value(data["hyperparameters"])
-            saved_policy_kwargs = decode_json_value(data["policy_kwargs"])
+            saved_policy_kwargs = (
+                replaced_policy_kwargs
+                if replaced_policy_kwargs is not None
+                else decode_json_value(data["policy_kwargs"])
+            )
             observation_space = space_from_json(data["observation_space"])
             action_space = space_from_json(data["action_space"])
             policy_name = data["policy_class"]
@@ -1167,34 +1247,39 @@ class ACER(BaseAlgorithm):
             model.env = env
             model.n_envs = env.num_envs
             model._vec_normalize_env = unwrap_vec_normalize(env)
-        model._setup_model()
-        try:
-            model.set_parameters(tensors, exact_match=True)
-        except (RuntimeError, ValueError) as error:
-            raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
-        try:
-            model.num_timesteps = int(data.get("num_timesteps", 0))
-            model._total_timesteps = int(data.get("total_timesteps", 0))
-            model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
-            model._n_updates = int(data.get("n_updates", 0))
-            model._n_replay_updates = int(data.get("n_replay_updates", 0))
-            model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
-        except (ValueError, TypeError) as error:
-            raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
-        if replay_buffer is not None and model.replay_ratio > 0:
+        # A file that fails to load leaves the global generators and thread count as they were.
+        with _global_state_restored_on_error():
+            model._setup_model()
             try:
-                model._install_replay_buffer(replay_buffer)
-            except ValueError as error:
-                raise ValueError(
-                    f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an empty "
-                    "replay memory"
-                ) from error
-        if rng_states is not None:
+                model.set_parameters(tensors, exact_match=True)
+            except (RuntimeError, ValueError) as error:
+                raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
             try:
-                set_global_rng_states(rng_states)
-            except ValueError as error:
-                raise ModelFileError(f"{path}: {error}") from error
-            model._replay_rng = replay_rng  # type: ignore[assignment]
+                model.num_timesteps = int(data.get("num_timesteps", 0))
+                model._total_timesteps = int(data.get("total_timesteps", 0))
+                model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
+                model._n_updates = int(data.get("n_updates", 0))
+                model._n_replay_updates = int(data.get("n_replay_updates", 0))
+                model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+            except (ValueError, TypeError) as error:
+                raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
+            if replay_buffer is not None and model.replay_ratio > 0:
+                try:
+                    model._install_replay_buffer(replay_buffer)
+                except ValueError as error:
+                    raise ValueError(
+                        f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an "
+                        "empty replay memory"
+                    ) from error
+            if overrides.get("seed") is not None:
+                # A seed given to load starts fresh streams from it rather than continuing the saved ones.
+                model.set_random_seed(overrides["seed"])
+            elif rng_states is not None:
+                try:
+                    set_global_rng_states(rng_states)
+                except ValueError as error:
+                    raise ModelFileError(f"{path}: {error}") from error
+                model._replay_rng = replay_rng  # type: ignore[assignment]
         return model
 
 

@@ -136,20 +136,30 @@ def encode_json_value(value: Any, where: str = "value") -> Any:
 TRUSTED_PACKAGES = ("torch", "stable_baselines3", "sb3_acer")
 
 
+#: How to give ``ACER.load`` a class that the file names but this process cannot find.
+CUSTOM_OBJECTS_HINT = (
+    "custom_objects={'policy_class': ...} (the policy) or custom_objects={'policy_kwargs': ...} (the whole "
+    "policy_kwargs, with the classes)"
+)
+
+
 def _resolve_class(path: str) -> type:
     module_name, _, qualname = path.partition(":")
     if module_name not in sys.modules and module_name.split(".")[0] not in TRUSTED_PACKAGES:
         raise ModelFileError(
             f"model file names class {path!r} from module {module_name!r}, which is not imported; a model "
             "file never imports modules (that would run their code): import it first, or pass the class "
-            "in custom_objects"
+            f"in {CUSTOM_OBJECTS_HINT}"
         )
     try:
         obj: Any = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as error:
-        raise ModelFileError(f"model file names class {path!r}, which cannot be found: {error}") from error
+        raise ModelFileError(
+            f"model file names class {path!r}, which cannot be found: {error}; "
+            f"pass it in {CUSTOM_OBJECTS_HINT}"
+        ) from error
     if not (isinstance(obj, type) and issubclass(obj, nn.Module | th.optim.Optimizer)):
         raise ModelFileError(
             f"model file names {path!r}, which is neither a torch.nn.Module nor a torch.optim.Optimizer "

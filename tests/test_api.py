@@ -144,7 +144,7 @@ def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> Non
         (dict(gamma=1.01), r"gamma must be in \[0, 1\]"),
         (dict(gamma=-0.5), r"gamma must be in \[0, 1\]"),
         (dict(lr_schedule="cosine"), "unknown lr_schedule 'cosine'"),
-        (dict(learning_rate=0.0), "learning_rate must be a positive number"),
+        (dict(learning_rate=0.0), "learning_rate must be a positive finite number"),
         (dict(max_grad_norm=0.0), "max_grad_norm must be a positive number"),
         (dict(num_procs=0), "num_procs must be a positive integer"),
         (dict(trust_region="False"), "trust_region must be True or False, got 'False'"),

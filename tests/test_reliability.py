@@ -427,3 +427,61 @@ def test_every_row_of_docs_reliability_names_an_existing_test() -> None:
     for match in tests:
         source = (root / match[1]).read_text()
         assert re.search(rf"^def {match[2]}\(", source, re.M), f"{match[1]}::{match[2]} does not exist"
+
+
+# ------------------------------------------------------------------ found by review (stop 39)
+
+
+def _global_state() -> tuple[Any, ...]:
+    return (
+        np.random.get_state()[1].copy(),  # type: ignore[index]
+        random.getstate(),
+        th.get_rng_state(),
+        th.get_num_threads(),
+    )
+
+
+def _assert_unchanged(before: tuple[Any, ...]) -> None:
+    numpy_state, python_state, torch_state, threads = before
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)  # type: ignore[index]
+    assert random.getstate() == python_state
+    assert th.equal(th.get_rng_state(), torch_state)
+    assert th.get_num_threads() == threads
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"policy_kwargs": {"net_arch": "64,64"}}, "net_arch must be a list or a dict"),
+        ({"seed": -1}, "seed must be an integer in [0, 2**32 - 1], got -1"),
+        ({"seed": 2**40}, "seed must be an integer in [0, 2**32 - 1], got 1099511627776"),
+        ({"seed": "abc"}, "seed must be an integer in [0, 2**32 - 1], got 'abc'"),
+        ({"seed": 1.5}, "seed must be an integer in [0, 2**32 - 1], got 1.5"),
+        ({"device": "tpu"}, "device 'tpu' is not a torch device"),
+        ({"learning_rate": float("inf")}, "learning_rate must be a positive finite number"),
+    ],
+)
+def test_invalid_settings_found_late_still_change_nothing_global(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    # A policy that fails to build (bad net_arch), a bad seed or device: the error names the setting, and
+    # neither the thread count (num_procs) nor the global generators (seed) were changed.
+    before = _global_state()
+    settings = {"seed": 0, "num_procs": before[3] + 1, **kwargs}
+    with pytest.raises(ValueError) as raised:
+        ACER("MlpPolicy", "CartPole-v1", **settings)
+    assert message in str(raised.value)
+    _assert_unchanged(before)
+
+
+def test_learn_checks_its_arguments_before_stepping() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+    with pytest.raises(TypeError, match=r"callback must be an SB3 BaseCallback, a list of them, a callable"):
+        model.learn(20, callback=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*32 - 1\], got -1"):
+        model.learn(20, seed=-1)
+    assert model.num_timesteps == 0 and model._last_obs is None  # the env was never stepped nor reset
+    # Whole numbers written as floats (learn(1e4), as SB3 and the zoo's n_timesteps allow) are accepted.
+    assert model.learn(1e1).num_timesteps == 10  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"total_timesteps must be a non-negative integer, got 10\.5"):
+        model.learn(10.5)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ import pytest
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
+from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
@@ -649,3 +650,65 @@ def test_invalid_override_at_load_is_reported_as_the_callers(trained: tuple[ACER
     with pytest.raises(ValueError, match="gamma must be in") as raised:
         ACER.load(path, gamma=2.0)
     assert not isinstance(raised.value, ModelFileError)
+
+
+# ---------------------------------------------------------------------- found by review (stop 39)
+
+
+class ScriptExtractor(FlattenExtractor):
+    """Stands for a features extractor defined in a training script (``__main__``)."""
+
+
+def test_custom_objects_replace_policy_kwargs_naming_a_class_that_cannot_be_found(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Trained in a script whose extractor class the loading script cannot import: the saved policy_kwargs
+    # name it, and custom_objects={"policy_kwargs": ...} gives the class instead (as SB3's load does).
+    model = ACER(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=5,
+        replay_ratio=0,
+        seed=0,
+        policy_kwargs=dict(features_extractor_class=ScriptExtractor, net_arch=[16]),
+    )
+    model.save(tmp_path / "script.zip")
+    data = read_data(tmp_path / "script.zip")
+    assert data["policy_kwargs"]["features_extractor_class"] == {"__class__": f"{__name__}:ScriptExtractor"}
+    data["policy_kwargs"]["features_extractor_class"] = {"__class__": "__main__:ScriptExtractor"}
+    write_data(tmp_path / "script.zip", tmp_path / "elsewhere.zip", data)
+    with pytest.raises(ModelFileError, match=r"custom_objects=\{'policy_kwargs': \.\.\.\}"):
+        ACER.load(tmp_path / "elsewhere.zip")
+    given = dict(features_extractor_class=ScriptExtractor, net_arch=[16])
+    loaded = ACER.load(tmp_path / "elsewhere.zip", custom_objects={"policy_kwargs": given})
+    assert type(loaded.policy.features_extractor) is ScriptExtractor
+    np.testing.assert_array_equal(loaded.action_probability(OBS_BATCH), model.action_probability(OBS_BATCH))
+    # Another network given this way does not fit the saved tensors.
+    with pytest.raises(ModelFileError, match="the saved tensors do not fit the model"):
+        ACER.load(tmp_path / "elsewhere.zip", custom_objects={"policy_kwargs": dict(net_arch=[8])})
+
+
+def test_set_parameters_refuses_another_optimizers_state_and_changes_nothing() -> None:
+    adam = ACER("MlpPolicy", "CartPole-v1", seed=1, policy_kwargs=dict(optimizer_class=th.optim.Adam))
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)
+    before = all_tensors(model)
+    with pytest.raises(ValueError, match=r"optimizer: the saved state is an? .*'betas'.*another optimizer"):
+        model.set_parameters(adam.get_parameters())
+    assert_same_tensors(all_tensors(model), before)
+    model.learn(20)  # still trains
+
+
+def test_load_with_a_seed_reseeds_instead_of_restoring_the_saved_streams(
+    trained: tuple[ACER, pathlib.Path],
+) -> None:
+    _, path = trained
+
+    def draws(model: ACER) -> tuple[float, ...]:
+        return (np.random.random(), float(th.rand(1)), float(model._replay_rng.random()))
+
+    restored = [draws(ACER.load(path)) for _ in range(2)]
+    assert restored[0] == restored[1]  # the saved streams, continued
+    seeded = {seed: draws(ACER.load(path, seed=seed)) for seed in (1, 2)}
+    assert seeded[1] != seeded[2] and restored[0] not in seeded.values()
+    assert draws(ACER.load(path, seed=1)) == seeded[1]
+    assert ACER.load(path, seed=1).seed == 1
