@@ -18,7 +18,8 @@ optional dependency, a damaged model file), 130 when interrupted. Errors are pri
 
 A command that fails changes no file: ``train`` checks its paths, seed and settings (building the model
 once on a single env without logs) before it writes anything, and replaces an earlier run, or a file at
-``--save-path``, only with ``--overwrite``, which then removes all of that run's files.
+``--save-path``, only with ``--overwrite``, which then removes all of that run's files. A run locks its
+folder while it writes there (``fcntl``; not on Windows): a second ``train`` into it stops with one line.
 """
 
 from __future__ import annotations
@@ -654,7 +655,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         _check_can_create(path, "--save-path", folder=False)
     if args.tensorboard_log is not None:
         _check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
-    previous = _previous_files(run_dir, model_path, args.overwrite)
+    _previous_files(run_dir, model_path, args.overwrite)  # checked again once the run folder is locked
     _check_model(settings)
     print(settings.source)
     print(
@@ -665,6 +666,61 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         + "".join(f", {_describe(spec)}" for spec in settings.env_wrapper)
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
+    with _run_lock(run_dir):
+        return _run(settings, args, run_dir, run_name, model_path)
+
+
+#: Held (``fcntl.flock``) in the run folder while a run writes there.
+LOCK_NAME = ".sb3-acer-train.lock"
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: pathlib.Path) -> Iterator[None]:
+    """Hold an exclusive lock on the run folder while the run writes there, so that a second ``train`` into
+    the same folder (same env and seed, e.g. a shell loop that forgot ``--seed``) stops with one line rather
+    than mixing its logs and model with the first one's. Released and removed when the run ends, and
+    released by the system if the process dies. Without ``fcntl`` (Windows) runs are not locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        created = _make_folders(run_dir)
+        lock = open(run_dir / LOCK_NAME, "a")  # noqa: SIM115 - held for the whole run
+    except OSError as error:
+        raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise CLIError(
+                f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another "
+                "--seed or --log-folder"
+            ) from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                (run_dir / LOCK_NAME).unlink()
+    finally:
+        lock.close()
+        for folder in created:  # a run that did not start leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def _run(
+    settings: TrainSettings,
+    args: argparse.Namespace,
+    run_dir: pathlib.Path,
+    run_name: str,
+    model_path: pathlib.Path,
+) -> int:
+    """The run itself, in the locked run folder: the earlier run's files are set aside, the model
+    trained, saved and summed up."""
+    # Again, now that no other run can write here: a run of the same folder may have ended since the check.
+    previous = _previous_files(run_dir, model_path, args.overwrite)
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
     # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
     # They are set aside (renamed) until the run's envs and model exist, and put back if that fails.

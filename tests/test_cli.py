@@ -19,6 +19,7 @@ from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
 
+import sb3_acer.cli
 from sb3_acer import ACER
 from sb3_acer.cli import learning_curves, main, parse_hyperparams
 
@@ -1061,3 +1062,36 @@ def test_ctrl_c_while_saving_still_writes_every_file_of_the_run(
     assert ACER.load(run_dir / "model.zip").num_timesteps == 520
     assert f"model: {run_dir / 'model.zip'}" in out
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_a_second_train_into_the_same_run_folder_stops_while_the_first_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two runs of the same env and seed (a shell loop that forgot --seed) started together both pass the
+    # checks; the second to reach the run folder finds it locked by the first and stops, changing nothing.
+    import fcntl
+
+    assert train(capsys, tmp_path)[0] == 0
+    run_dir = tmp_path / "CartPole-v1_0"
+    before = snapshot(run_dir)
+    assert not (run_dir / ".sb3-acer-train.lock").exists()  # released and removed after the run
+    with open(run_dir / ".sb3-acer-train.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the first run, still training
+        code, _, err = train(capsys, tmp_path, "--overwrite")
+    assert_one_line_error(code, err, 1, f"another sb3-acer train is writing to {run_dir}")
+    (run_dir / ".sb3-acer-train.lock").unlink()
+    assert snapshot(run_dir) == before
+
+    # A run that passed its checks while the first was still training, and gets the folder once the first
+    # has finished, finds the first run's files there: without --overwrite it stops.
+    previous_files = sb3_acer.cli._previous_files
+    calls: list[int] = []
+
+    def first_run_finishes_in_between(*args: Any) -> list[pathlib.Path]:
+        calls.append(1)
+        return [] if len(calls) == 1 else previous_files(*args)
+
+    monkeypatch.setattr(sb3_acer.cli, "_previous_files", first_run_finishes_in_between)
+    code, _, err = train(capsys, tmp_path)
+    assert_one_line_error(code, err, 2, f"{run_dir} already holds a run; pass --overwrite")
+    assert snapshot(run_dir) == before
