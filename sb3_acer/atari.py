@@ -6,7 +6,9 @@ the action repeated 4 frames with a max over the last two, a lost life ends the 
 goes on), FIRE on reset, 84x84 grayscale (``INTER_AREA``), rewards clipped to their sign, and the last 4
 frames stacked channel-first as ``uint8 [4, 84, 84]`` (frames before an episode start are zero, as
 ``VecFrameStack`` makes them). ``info["episode"]`` carries the true, unclipped full-game score and length
-(all lives), so ``evaluate_policy`` and the ``rollout/ep_rew_mean`` log report game scores.
+(all lives; the length in emulator frames, as ``Monitor`` under ``AtariWrapper`` counts it: about 4 per
+agent step, plus the reset's), so ``evaluate_policy`` and the ``rollout/ep_rew_mean`` log report game
+scores, and Monitor logs and plots read the same with either sampler.
 
 ``"wrappers"``: ``make_atari_env`` (``Monitor`` below ``AtariWrapper``) in a ``DummyVecEnv``, then
 ``VecFrameStack(4)`` and ``VecTransposeImage``; Python, one env after the other.
@@ -22,7 +24,15 @@ precede it, clips the rewards and keeps the raw game score. What differs from th
 * after a lost life the game simply continues: no no-op/FIRE/action-2 sequence, so in games that wait for
   FIRE (Breakout) the agent presses FIRE itself; the new episode's first frame is the frame where the life
   was lost;
-* the max over the last two frames is taken on grayscale frames (SB3: on RGB frames, then converted).
+* the max over the last two frames is taken on grayscale frames (SB3: on RGB frames, then converted);
+* ale-py counts its episode frame limit (``max_frames_per_episode``) from after its reset frames, SB3's
+  ``TimeLimit`` from the first no-op;
+* no rendering: the emulators hand back only the preprocessed frames, so ``render()`` and ``get_images()``
+  give nothing and ``VecVideoRecorder`` refuses the env (``sb3-acer enjoy --video-folder`` uses the
+  wrappers);
+* no per-game Python env: ``get_attr`` and ``env_method`` answer what every game shares
+  (:attr:`AtariVecEnv.GAME_ATTRIBUTES`, :attr:`AtariVecEnv.GAME_METHODS`) and refuse the rest with the
+  reason, and ``set_attr`` refuses.
 
 Given the same emulator state and actions the two produce identical 84x84 frames on Breakout and Space
 Invaders and differ on 0.2 % of Pong's pixels (mean absolute difference 0.02 grey levels), with identical
@@ -93,8 +103,8 @@ class AtariVecEnv(VecEnv):
     ``step`` resets a finished game in the same call (SB3's semantics): the returned observation is the
     new episode's first one and ``info["terminal_observation"]`` the last one. A lost life ends the agent's
     episode (``done``) without resetting the game; ``info["episode"] = {"r", "l", "t"}`` is reported only
-    at the end of the game, with the unclipped score of all its lives and its length in agent steps, as
-    ``Monitor`` under ``AtariWrapper`` does. A game cut at ``max_frames_per_episode`` emulator frames sets
+    at the end of the game, with the unclipped score of all its lives and its length in emulator frames
+    (reset frames included), as ``Monitor`` under ``AtariWrapper`` reports them. A game cut at ``max_frames_per_episode`` emulator frames sets
     ``info["TimeLimit.truncated"]``.
 
     Args:
@@ -169,7 +179,9 @@ class AtariVecEnv(VecEnv):
         # Agent steps since the current (agent) episode's first observation: frames older are zeroed.
         self._since_start = np.zeros(num_envs, dtype=np.int64)
         self._game_returns = np.zeros(num_envs, dtype=np.float64)
-        self._game_lengths = np.zeros(num_envs, dtype=np.int64)
+        # The emulator frame (ale-py's frame_number, counted since the ROM was loaded) at which each game
+        # began: a game's length is counted in frames, reset no-ops included, as Monitor counts them.
+        self._game_start_frames = np.zeros(num_envs, dtype=np.int64)
         self._start_time = time.time()
         self._needs_reset = True
         self._monitor: ResultsWriter | None = None
@@ -201,7 +213,7 @@ class AtariVecEnv(VecEnv):
         self._lives = np.asarray(info["lives"], dtype=np.int64).copy()
         self._since_start[:] = 0
         self._game_returns[:] = 0.0
-        self._game_lengths[:] = 0
+        self._game_start_frames = self._game_start(info)
         self.reset_infos = [{"lives": int(lives)} for lives in self._lives]
         self._needs_reset = False
         return self._mask(obs, self._since_start)
@@ -222,7 +234,8 @@ class AtariVecEnv(VecEnv):
         life_lost = ~game_over & (lives > 0) & (lives < self._lives)
         dones = game_over | life_lost if self.terminal_on_life_loss else game_over
         self._game_returns += raw
-        self._game_lengths += 1
+        # Where the game that runs after this step began: for a game over, the new game reset in this step.
+        game_starts = self._game_start(info)
         self._since_start += 1
         rewards = (np.sign(raw) if self.clip_reward else raw).astype(np.float32)
         infos: list[dict[str, Any]] = [{"lives": int(n)} for n in lives]
@@ -236,16 +249,35 @@ class AtariVecEnv(VecEnv):
             if game_over[env_idx]:
                 infos[env_idx]["episode"] = {
                     "r": float(self._game_returns[env_idx]),
-                    "l": int(self._game_lengths[env_idx]),
+                    "l": int(game_starts[env_idx] - self._game_start_frames[env_idx]),
                     "t": round(time.time() - self._start_time, 6),
                 }
                 if self._monitor is not None:
                     self._monitor.write_row(infos[env_idx]["episode"])
                 self._game_returns[env_idx] = 0.0
-                self._game_lengths[env_idx] = 0
+                self._game_start_frames[env_idx] = game_starts[env_idx]
             self._since_start[env_idx] = 0
         self._lives = lives.copy()
         return self._mask(obs, self._since_start), rewards, dones, infos
+
+    @staticmethod
+    def _game_start(info: dict[str, Any]) -> np.ndarray:
+        """The frame at which each emulator's current game began (its reset frames included)."""
+        return np.asarray(info["frame_number"], dtype=np.int64) - np.asarray(
+            info["episode_frame_number"], dtype=np.int64
+        )
+
+    def get_action_meanings(self) -> list[str]:
+        """The meaning of each action, as ale-py's ``AtariEnv.get_action_meanings`` gives it."""
+        from ale_py import Action, ALEInterface, LoggerMode, roms
+
+        ALEInterface.setLoggerMode(LoggerMode.Error)
+        ale = ALEInterface()
+        rom = roms.get_rom_path(self.game)
+        assert rom is not None, self.game  # the vector env loaded it
+        ale.loadROM(rom)
+        names = {action: name for name, action in Action.__members__.items()}
+        return [names[action] for action in ale.getMinimalActionSet()]
 
     def close(self) -> None:
         self._vector.close()
@@ -259,19 +291,34 @@ class AtariVecEnv(VecEnv):
             return [indices]
         return list(indices)
 
+    #: What every game answers alike, through ``get_attr`` and ``env_method`` (SB3's per-env access).
+    GAME_ATTRIBUTES = ("render_mode", "observation_space", "action_space", "metadata")
+    GAME_METHODS = ("get_action_meanings",)
+
+    def _no_game_env(self, what: str) -> AttributeError:
+        return AttributeError(
+            "AtariVecEnv runs the games in ale-py's C++ vector env, which has no per-game Python env: "
+            f"{what}; use sampler='wrappers' (SB3's Atari wrappers) for per-game access"
+        )
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """The adapter's own attribute, once per index (the emulators have no Python-side attributes)."""
+        """Attributes every game shares (:attr:`GAME_ATTRIBUTES`), once per index."""
+        if attr_name not in self.GAME_ATTRIBUTES:
+            raise self._no_game_env(f"no per-game attribute {attr_name!r}")
         value = getattr(self, attr_name)
         return [value for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self, attr_name, value)
+        raise self._no_game_env(f"cannot set {attr_name!r} on a game")
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        method = getattr(self, method_name)
-        return [method(*method_args, **method_kwargs) for _ in self._indices(indices)]
+        """Methods every game answers alike (:attr:`GAME_METHODS`), once per index."""
+        if method_name not in self.GAME_METHODS:
+            raise self._no_game_env(f"no per-game method {method_name!r}")
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in self._indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """``True`` for ``Monitor``: the adapter reports full-game ``info["episode"]`` as ``Monitor`` does."""

@@ -292,7 +292,10 @@ def test_ale_vector_env_semantics(tmp_path: pathlib.Path) -> None:
             assert not obs[i, :3].any()  # the new episode's stack starts empty
             if "episode" in info:  # game over: reset in the same step
                 games += 1
-                assert info["episode"]["r"] == game_return[i] and info["episode"]["l"] == game_length[i]
+                # The length counts emulator frames, as Monitor under AtariWrapper does: 4 per agent step
+                # (the last step of a game may end within its 4), plus the reset's no-op and FIRE frames.
+                assert info["episode"]["r"] == game_return[i]
+                assert 4 * game_length[i] - 3 <= info["episode"]["l"] <= 4 * game_length[i] + 30
                 assert info["lives"] == 3 and lives[i] == 1
                 scores.append((info["episode"]["r"], info["episode"]["l"]))
                 game_return[i], game_length[i] = 0.0, 0
@@ -309,6 +312,63 @@ def test_ale_vector_env_semantics(tmp_path: pathlib.Path) -> None:
     raw.close()
     monitor = load_results(str(tmp_path / "monitor"))
     assert list(zip(monitor["r"], monitor["l"], strict=True)) == scores
+
+
+def test_both_samplers_count_game_lengths_in_emulator_frames() -> None:
+    """``info["episode"]["l"]`` is the game's length in emulator frames on both samplers (SB3's ``Monitor``
+    sits under ``AtariWrapper``'s frame skip), so plots and ``rollout/ep_len_mean`` do not change with the
+    sampler. Oracles: SB3's ``Monitor`` reports a game cut by ``TimeLimit`` at 400 frames as 400 long, with
+    about a quarter as many agent steps; ale-py without reset no-ops spends one frame (FIRE) on a reset and
+    4 on each agent step, so a game it cuts after 100 steps is 401 frames long."""
+    from gymnasium.wrappers import TimeLimit
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+    from stable_baselines3.common.monitor import Monitor
+
+    game = AtariWrapper(Monitor(TimeLimit(gym.make("PongNoFrameskip-v4").unwrapped, 400)))
+    game.reset(seed=0)
+    steps = 0
+    while True:
+        *_, info = game.step(0)
+        steps += 1
+        if "episode" in info:
+            break
+    game.close()
+    assert info["episode"]["l"] == 400 and 4 * steps <= 400 <= 4 * steps + 30 + 8  # + no-ops, FIRE, 2
+
+    vector = AtariVecEnv("pong", 1, max_frames_per_episode=400, noop_max=0, terminal_on_life_loss=False)
+    vector.seed(0)
+    vector.reset()
+    lengths, steps = [], 0
+    for _ in range(250):
+        _, _, _, infos = vector.step(np.zeros(1, dtype=np.int64))
+        steps += 1
+        if "episode" in infos[0]:
+            assert infos[0]["TimeLimit.truncated"] is True and steps == 100
+            lengths.append(infos[0]["episode"]["l"])
+            steps = 0
+    vector.close()
+    assert lengths == [1 + 4 * 100, 1 + 4 * 100]
+
+
+def test_ale_vector_env_methods_reach_the_games_or_say_why_not() -> None:
+    """SB3's ``env_method``, ``get_attr`` and ``set_attr`` address the games; the C++ vector env has no
+    per-game Python env, so what a game cannot answer is refused with the reason instead of being done
+    ``num_envs`` times on the adapter."""
+    env = AtariVecEnv("breakout", 2)
+    wrappers = make_atari_vec_env("BreakoutNoFrameskip-v4", 2, seed=0, sampler="wrappers")
+    assert env.env_method("get_action_meanings", indices=[1]) == wrappers.env_method(
+        "get_action_meanings", indices=[1]
+    )
+    assert env.env_method("get_action_meanings") == [["NOOP", "FIRE", "RIGHT", "LEFT"]] * 2
+    assert env.get_attr("render_mode", indices=[0]) == [None]
+    with pytest.raises(AttributeError, match="AtariVecEnv runs the games in ale-py's C\\+\\+ vector env"):
+        env.env_method("reset")
+    with pytest.raises(AttributeError, match="use sampler='wrappers'"):
+        env.set_attr("foo", 1, indices=[0])
+    with pytest.raises(AttributeError, match="no per-game attribute 'spec'"):
+        env.get_attr("spec")
+    env.close()
+    wrappers.close()
 
 
 def test_ale_vector_env_is_seeded() -> None:
