@@ -104,8 +104,8 @@ class AtariVecEnv(VecEnv):
     new episode's first one and ``info["terminal_observation"]`` the last one. A lost life ends the agent's
     episode (``done``) without resetting the game; ``info["episode"] = {"r", "l", "t"}`` is reported only
     at the end of the game, with the unclipped score of all its lives and its length in emulator frames
-    (reset frames included), as ``Monitor`` under ``AtariWrapper`` reports them. A game cut at ``max_frames_per_episode`` emulator frames sets
-    ``info["TimeLimit.truncated"]``.
+    (reset frames included), as ``Monitor`` under ``AtariWrapper`` reports them. A game cut at
+    ``max_frames_per_episode`` emulator frames sets ``info["TimeLimit.truncated"]``.
 
     Args:
         game: ROM name, e.g. ``"breakout"`` (see :func:`ale_game_name`).

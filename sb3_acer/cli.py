@@ -65,7 +65,7 @@ from sb3_acer.presets import (
 )
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 
-__all__ = ["CLIError", "main"]
+__all__ = ["CLIError", "check_can_create", "main"]
 
 PROG = "sb3-acer"
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
@@ -475,7 +475,7 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _check_can_create(path: pathlib.Path, what: str, *, folder: bool) -> None:
+def check_can_create(path: pathlib.Path, what: str, *, folder: bool) -> None:
     """Raise :class:`UsageError` if ``path`` cannot become a folder (``folder``) or a file written there:
     checked before anything is trained or written, so a mistyped path costs nothing.
 
@@ -645,16 +645,16 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     run_dir = pathlib.Path(args.log_folder) / run_name
     model_path = _model_file(args.save_path) if args.save_path else run_dir / "model.zip"
     # Everything is checked before anything is written: a failed command leaves the files as they were.
-    _check_can_create(run_dir, "the run folder", folder=True)
+    check_can_create(run_dir, "the run folder", folder=True)
     if model_path.suffix != ".zip":
         raise UsageError(
             f"--save-path {args.save_path}: the model file must end in .zip (or have no suffix), since "
             "its .json and .vecnormalize.npz are written beside it"
         )
     for path in _model_files(model_path):
-        _check_can_create(path, "--save-path", folder=False)
+        check_can_create(path, "--save-path", folder=False)
     if args.tensorboard_log is not None:
-        _check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
+        check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
     _previous_files(run_dir, model_path, args.overwrite)  # checked again once the run folder is locked
     _check_model(settings)
     print(settings.source)
@@ -924,7 +924,7 @@ def _enjoy(args: argparse.Namespace) -> int:
         raise UsageError("--render and --video-folder cannot be combined")
     if args.video_folder is not None:
         video_folder = pathlib.Path(args.video_folder)
-        _check_can_create(video_folder, "--video-folder", folder=True)
+        check_can_create(video_folder, "--video-folder", folder=True)
         if video_folder.is_dir() and any(video_folder.glob("*.mp4")):
             raise UsageError(
                 f"--video-folder {video_folder} already holds videos, which would be replaced; choose "
@@ -1134,7 +1134,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--out {args.out}: unknown image format {out.suffix!r}; use one of {', '.join(PLOT_FORMATS)}"
         )
-    _check_can_create(out, "--out", folder=False)
+    check_can_create(out, "--out", folder=False)
     curves = learning_curves(args.run_dirs, window=args.window)
     axes = figure.add_subplot()
     for curve in curves:

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 
 from sb3_acer.acer import ACER
-from sb3_acer.atari import SAMPLERS, make_atari_vec_env
+from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
+from sb3_acer.cli import CLIError, check_can_create
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization import saving_through_ctrl_c
 
@@ -141,19 +143,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> pathlib.Path:
-    """Parse ``argv``, train, save; returns the path of the saved model."""
-    args = build_parser().parse_args(argv)
+def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_path: pathlib.Path) -> None:
+    """Raise ``ValueError`` (or the CLI's path error) naming the first option that cannot work: the
+    counts, the game, ACER's settings (checked by building the model without an env) and the paths."""
     for name in ("num_timesteps", "n_envs", "n_eval_episodes"):
         if getattr(args, name) <= 0:
-            raise SystemExit(f"run_atari: --{name.replace('_', '-')} must be positive")
+            raise ValueError(f"--{name.replace('_', '-')} must be positive")
+    if args.torch_threads is not None and args.torch_threads <= 0:
+        raise ValueError("--torch-threads must be positive")
+    if args.env_threads < 0:
+        raise ValueError("--env-threads must be 0 (one per core) or positive")
+    for name, meaning in (("checkpoint_freq", "never"), ("eval_freq", "never"), ("log_interval", "never")):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be 0 ({meaning}) or positive")
+    ale_game_name(args.env)
+    ACER(POLICIES[args.policy], None, _init_setup_model=False, **_acer_settings(args))
+    if logdir is not None:
+        check_can_create(logdir, "--logdir", folder=True)
+    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
+    check_can_create(final, "--save-path", folder=False)
 
+
+def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """ACER's constructor arguments from the command line (all but the policy and the env)."""
+    return dict(
+        learning_rate=args.learning_rate,
+        lr_schedule=args.lr_schedule,
+        buffer_size=args.buffer_size,
+        replay_ratio=args.replay_ratio,
+        replay_start=args.replay_start,
+        num_procs=args.torch_threads,
+        verbose=args.verbose,
+        tensorboard_log=args.logdir or None,
+        seed=args.seed,
+        device=args.device,
+    )
+
+
+def main(argv: list[str] | None = None) -> pathlib.Path:
+    """Parse ``argv``, train, save; returns the path of the saved model."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logdir = pathlib.Path(args.logdir) if args.logdir else None
     env_name = args.env.split("/")[-1]
     if args.save_path is not None:
         save_path = pathlib.Path(args.save_path)
     else:
         save_path = (logdir or pathlib.Path(".")) / f"acer_{env_name}.zip"
+    try:
+        _check_options(args, logdir, save_path)
+    except (ValueError, CLIError) as error:
+        parser.error(str(error))  # one line, exit status 2, before anything is made or written
     monitor_dir = str(logdir / "monitor") if logdir else None
 
     env = make_atari_vec_env(
@@ -164,20 +204,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         monitor_dir=monitor_dir,
         num_threads=args.env_threads,
     )
-    model = ACER(
-        POLICIES[args.policy],
-        env,
-        learning_rate=args.learning_rate,
-        lr_schedule=args.lr_schedule,
-        buffer_size=args.buffer_size,
-        replay_ratio=args.replay_ratio,
-        replay_start=args.replay_start,
-        num_procs=args.torch_threads,
-        verbose=args.verbose,
-        tensorboard_log=str(logdir) if logdir else None,
-        seed=args.seed,
-        device=args.device,
-    )
+    model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
 
     callbacks: list[BaseCallback] = []
     eval_env = None

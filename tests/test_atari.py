@@ -564,3 +564,38 @@ def test_run_atari_help_documents_every_option() -> None:
     assert defaults.env == "BreakoutNoFrameskip-v4" and defaults.num_timesteps == 10_000_000
     assert defaults.n_envs == 16 and defaults.policy == "cnn" and defaults.lr_schedule == "constant"
     assert defaults.sampler == "ale-vector"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--buffer-size=0"], "buffer_size must be at least n_steps (20) to hold one segment, got 0"),
+        (["--replay-ratio=-1"], "replay_ratio must be non-negative, got -1.0"),
+        (["--learning-rate=-1"], "learning_rate must be a positive finite number"),
+        (["--replay-start=100000"], "replay_start must not exceed buffer_size (5000)"),
+        (["--seed=-1"], "seed must be an integer in [0, 2**32 - 1], got -1"),
+        (["--device=nodev"], "device 'nodev' is not a torch device"),
+        (["--torch-threads=0"], "--torch-threads must be positive"),
+        (["--env-threads=-1"], "--env-threads must be 0 (one per core) or positive"),
+        (["--checkpoint-freq=-5"], "--checkpoint-freq must be 0 (never) or positive"),
+        (["--env=FooNoFrameskip-v4"], "unknown Atari environment 'FooNoFrameskip-v4'"),
+        (["--env=ALE/Pong-v5"], "'ALE/Pong-v5' has frameskip=4"),
+        (["--save-path={tmp}/afile/model.zip"], "--save-path {tmp}/afile/model.zip cannot be created: "),
+        (["--logdir={tmp}/afile"], "--logdir {tmp}/afile is a file, not a folder"),
+    ],
+)
+def test_run_atari_refuses_bad_options_before_writing_anything(
+    argv: list[str], message: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every option is checked before a game, a log or a model is made: a mistyped value or path costs
+    nothing (before, a bad --save-path was found only when saving, after the whole run)."""
+    (tmp_path / "afile").write_text("")
+    before = sorted(tmp_path.rglob("*"))
+    argv = [arg.format(tmp=tmp_path) for arg in argv]
+    logdir = [] if any(arg.startswith("--logdir") for arg in argv) else [f"--logdir={tmp_path / 'logs'}"]
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, *logdir, "--n-envs=2", "--num-timesteps=40", "--no-progress-bar"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message.format(tmp=tmp_path)}" in err and "Traceback" not in err
+    assert sorted(tmp_path.rglob("*")) == before
