@@ -53,15 +53,22 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize
 import sb3_acer
 from sb3_acer.acer import ACER
 from sb3_acer.presets import (
+    ATARI_ENTRY,
+    ATARI_FRAME_STACK,
+    PRESET_FILE,
     Preset,
+    PresetError,
     WrapperSpec,
     available_presets,
     env_wrappers,
     evaluation_normalization,
+    has_atari_defaults,
     load_preset,
     normalize_kwargs,
+    read_expression,
     resolve_policy_kwargs,
     wrapper_class,
+    zoo_schedules,
 )
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 
@@ -73,7 +80,13 @@ DEFAULT_N_ENVS = 4
 DEFAULT_TIMESTEPS = 100_000
 ATARI_N_ENVS = 16
 ATARI_TIMESTEPS = 10_000_000
-ATARI_FRAME_STACK = 4
+#: The settings of an Atari game without a preset; its entry (or the ``atari`` entry) is laid over them.
+ATARI_DEFAULTS = {
+    "n_envs": ATARI_N_ENVS,
+    "n_timesteps": ATARI_TIMESTEPS,
+    "policy": "CnnPolicy",
+    "lr_schedule": "constant",
+}
 #: Constructor arguments that have their own flag, and the flag to use instead.
 OWN_FLAGS = {
     "seed": "--seed",
@@ -114,11 +127,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
-    """Parse ``key=value`` items; values are Python literals (``ast.literal_eval``) or bare strings.
+    """Parse ``key=value`` items; values are Python literals (``ast.literal_eval``), bare strings, or the
+    expressions the zoo writes, such as ``dict(net_arch=[64, 64], activation_fn=nn.ReLU)``
+    (:func:`~sb3_acer.presets.read_expression`, which evaluates nothing).
 
     Raises:
-        UsageError: an item without ``=``, a key that is not an identifier, or a value that is neither a
-            Python literal nor a bare word such as ``linear``.
+        UsageError: an item without ``=``, a key that is not an identifier, or a value that is none of these.
     """
     result: dict[str, Any] = {}
     for item in items:
@@ -130,12 +144,18 @@ def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            if not BARE_STRING.fullmatch(text):
-                raise UsageError(
-                    f"--hyperparams {key}: {text!r} is not a Python literal (quote strings with spaces or "
-                    "symbols, e.g. key=\"'a b'\")"
-                ) from None
-            value = text
+            if BARE_STRING.fullmatch(text):
+                value = text
+            else:
+                try:
+                    value = read_expression(text)
+                except SyntaxError:
+                    raise UsageError(
+                        f"--hyperparams {key}: {text!r} is not a Python literal (quote strings with "
+                        "spaces or symbols, e.g. key=\"'a b'\")"
+                    ) from None
+                except ValueError as error:
+                    raise UsageError(f"--hyperparams {key}: {error}") from None
         result[key] = value
     return result
 
@@ -146,15 +166,24 @@ def _accepted_hyperparameters() -> list[str]:
     return sorted(set(parameters) - excluded)
 
 
-def _check_hyperparameter_keys(hyperparams: dict[str, Any]) -> None:
+def _check_hyperparameter_keys(hyperparams: dict[str, Any], preset: Preset | None = None) -> None:
+    """Refuse a key that is not an ACER argument (nor ``normalize`` or ``env_wrapper`` on the command line);
+    for the arguments of a ``preset``, the message names the preset."""
     accepted = _accepted_hyperparameters()
+    run_keys = RUN_KEYS if preset is None else ()
+    where = "" if preset is None else _preset_label(preset)
     for key in hyperparams:
-        if key in OWN_FLAGS:
+        if key in OWN_FLAGS and preset is None:
             raise UsageError(f"--hyperparams {key}: use {OWN_FLAGS[key]} instead")
-        if key not in accepted and key not in RUN_KEYS:
-            raise UsageError(
-                f"unknown hyperparameter {key!r} for ACER; accepted: {', '.join([*accepted, *RUN_KEYS])}"
-            )
+        if key not in accepted and key not in run_keys:
+            listed = ", ".join([*accepted, *run_keys])
+            raise UsageError(f"{where}unknown hyperparameter {key!r} for ACER; accepted: {listed}")
+
+
+def _preset_label(preset: Preset) -> str:
+    """How an error names ``preset``, as :func:`~sb3_acer.presets.load_preset` does."""
+    suffix = f" (for {preset.env_id})" if preset.entry != preset.env_id else ""
+    return f"preset {preset.entry!r}{suffix} in {PRESET_FILE}: "
 
 
 def _resolve_policy_kwargs(policy_kwargs: Any) -> Any:
@@ -345,12 +374,20 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
     """Combine the preset (or the defaults) with the command-line flags, checking everything."""
     overrides = parse_hyperparams(args.hyperparams or [])
     _check_hyperparameter_keys(overrides)
+    try:
+        overrides = zoo_schedules(overrides)
+    except ValueError as error:
+        raise UsageError(f"--hyperparams {error}") from None
     info = resolve_env(args.env_id)
     preset: Preset | None
     try:
-        preset = load_preset(args.env_id)
+        preset = load_preset(args.env_id, atari_defaults=ATARI_DEFAULTS if info.atari else None)
     except KeyError:
         preset = None
+    except PresetError as error:
+        raise UsageError(str(error)) from None
+    if preset is not None:
+        _check_hyperparameter_keys(preset.hyperparameters, preset)
     vec_normalize_kwargs: dict[str, Any] = {}
     wrappers: tuple[WrapperSpec, ...] = ()
     if preset is not None:
@@ -358,7 +395,17 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         normalize, hyperparameters = preset.normalize, dict(preset.hyperparameters)
         vec_normalize_kwargs = dict(preset.normalize_kwargs)
         wrappers = preset.env_wrapper
-        source = f"Using the tuned preset for {args.env_id} (sb3_acer/presets/acer.yml)."
+        source = f"Using the tuned preset for {args.env_id} ({PRESET_FILE})."
+        if info.atari:
+            which = (
+                "the tuned preset ("
+                if preset.entry != ATARI_ENTRY
+                else (f"the preset '{ATARI_ENTRY}' (defaults for Atari games, ")
+            )
+            source = (
+                f"Using {which}{PRESET_FILE}) for {args.env_id}, over SB2 run_atari's settings "
+                f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant)."
+            )
     elif info.atari:
         n_envs, timesteps, policy, normalize, hyperparameters = (
             ATARI_N_ENVS,
@@ -388,7 +435,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         normalize, vec_normalize_kwargs = parsed is not None, parsed or {}
     if "env_wrapper" in overrides:
         try:
-            wrappers = env_wrappers(overrides.pop("env_wrapper"))
+            wrappers = env_wrappers(overrides.pop("env_wrapper"), atari=info.atari)
         except ValueError as error:
             raise UsageError(f"--hyperparams {error}") from None
     hyperparameters.update(overrides)
@@ -1182,16 +1229,32 @@ examples:
   {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': {{'pi': [128], 'qf': [256]}}}}"
   {PROG} train PongNoFrameskip-v4 --tensorboard-log tb/
 
-Presets: {", ".join(available_presets())}.
+Presets: {{presets}}.
 Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TIMESTEPS} steps (Atari:
 {ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant,
 {ATARI_TIMESTEPS} steps, as SB2's run_atari).
---hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}) or bare
-words (linear). Besides ACER's constructor arguments, 'normalize' turns VecNormalize on: True, or a
-dict of its arguments ({{'norm_obs': False}}: rewards only), and 'env_wrapper' wraps each env, as in the
-zoo: TimeFeatureWrapper (sb3-contrib's: the remaining time as an extra observation), None for no wrapper.
-Inside policy_kwargs, 'activation_fn' may name a torch.nn class ('ReLU') and 'optimizer_class' a
-torch.optim class ('Adam')."""
+--hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}), bare
+words (linear) or the zoo's dict(...) strings, read without eval (constants, lists, tuples, dicts,
+dict(key=value, ...) and class names only). Besides ACER's constructor arguments, 'normalize' turns
+VecNormalize on: True, or a dict of its arguments ({{'norm_obs': False}}: rewards only), and
+'env_wrapper' wraps each env, as in the zoo: TimeFeatureWrapper (sb3-contrib's: the remaining time as an
+extra observation), None for no wrapper. Inside policy_kwargs, 'activation_fn' may name a torch.nn class
+(ReLU, nn.ReLU) and 'optimizer_class' a torch.optim class (Adam) or RMSpropTFLike. As in the zoo,
+learning_rate=lin_7e-4 is the linear schedule (learning_rate=7e-4, lr_schedule=linear)."""
+
+
+def _train_epilog() -> str:
+    """The train command's examples, with the presets read when the parser is built (not on import: a
+    damaged preset file must not break the other commands)."""
+    try:
+        names = available_presets() + (
+            [f"{ATARI_ENTRY} (defaults for Atari games)"] if has_atari_defaults() else []
+        )
+        presets = ", ".join(names) or "none"
+    except PresetError as error:
+        presets = f"none ({error})"
+    return TRAIN_EXAMPLES.replace("{presets}", presets)
+
 
 ENJOY_EXAMPLES = f"""\
 examples:
@@ -1231,7 +1294,7 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train ACER on an environment (tuned preset when one exists)",
         description="Train ACER on ENV_ID with its tuned preset (or ACER's defaults), then save it.",
-        epilog=TRAIN_EXAMPLES,
+        epilog=_train_epilog(),
         formatter_class=formatter,
     )
     train.add_argument("env_id", metavar="ENV_ID", help="Gymnasium environment id, e.g. CartPole-v1")

@@ -3,6 +3,7 @@ plot, the help texts, and the one-line errors."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pathlib
@@ -938,6 +939,8 @@ def _failing_on_second_build(failure: BaseException) -> type[ACER]:
                 raise failure
             super().__init__(*args, **kwargs)
 
+    # train checks a preset's keys against ACER's signature: keep it.
+    Failing.__init__.__signature__ = inspect.signature(ACER.__init__)  # type: ignore[attr-defined]
     return Failing
 
 
@@ -1095,3 +1098,305 @@ def test_a_second_train_into_the_same_run_folder_stops_while_the_first_runs(
     code, _, err = train(capsys, tmp_path)
     assert_one_line_error(code, err, 2, f"{run_dir} already holds a run; pass --overwrite")
     assert snapshot(run_dir) == before
+
+
+# ---------------------------------------------------------------------------------------------- zoo format
+
+ALLOWED = "(only constants, lists, tuples, dicts, dict(key=value, ...) and class names such as nn.ReLU)"
+ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+
+
+def use_presets(monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any]) -> None:
+    import sb3_acer.presets
+
+    monkeypatch.setattr(sb3_acer.presets, "_read", lambda: entries)
+
+
+def settings_of(*argv: str) -> Any:
+    from sb3_acer.cli import build_parser, train_settings
+
+    return train_settings(build_parser().parse_args(["train", *argv]))
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            {"normalize": "{'norm_rewards': True}"},
+            "normalize: unknown VecNormalize argument 'norm_rewards'; accepted: norm_obs,",
+        ),
+        ({"normalize": "VecNormalize"}, "normalize must be True, False or a dict of VecNormalize arguments"),
+        ({"env_wrapper": "TimeLimit"}, "env_wrapper: unknown wrapper 'TimeLimit'; accepted: sb3_contrib"),
+        (
+            {"env_wrapper": {"TimeFeatureWrapper": {"max_step": 10}}},
+            "env_wrapper: TimeFeatureWrapper: got an unexpected keyword argument 'max_step'",
+        ),
+        (
+            {"policy_kwargs": {"activation_fn": "Relu"}},
+            "policy_kwargs: activation_fn 'Relu' is not a torch.nn",
+        ),
+        (
+            {"policy_kwargs": "dict(optimizer_class=Adamm)"},
+            "policy_kwargs: optimizer_class 'Adamm' is not a torch.optim class",
+        ),
+        ({"clip_range": "lin_0.2"}, "unknown hyperparameter 'clip_range' for ACER; accepted: alpha,"),
+        ({"frame_stack": 4}, "frame_stack: only Atari games are stacked"),
+        ("n_envs", "the entry must map settings to values, got 'n_envs'"),
+    ],
+)
+def test_bad_preset_entry_is_a_one_line_error_naming_the_file_and_the_entry(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    entry: Any,
+    message: str,
+) -> None:
+    use_presets(monkeypatch, {"CartPole-v1": entry})
+    code, out, err = train(capsys, tmp_path)
+    assert_one_line_error(code, err, 2, f"preset 'CartPole-v1' in sb3_acer/presets/acer.yml: {message}")
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def damage_the_preset_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import sb3_acer.presets
+
+    files = types.SimpleNamespace(
+        joinpath=lambda name: types.SimpleNamespace(read_text=lambda: "CartPole-v1:\n  n_envs: [4\n")
+    )
+    monkeypatch.setattr(sb3_acer.presets, "resources", types.SimpleNamespace(files=lambda package: files))
+
+
+DAMAGED = (
+    "the preset file sb3_acer/presets/acer.yml is damaged: expected ',' or ']', but got '<stream end>' "
+    "(line 3, column 1)"
+)
+
+
+def test_a_damaged_preset_file_breaks_only_train(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    damage_the_preset_file(monkeypatch)
+    code, out, _ = run(capsys, "train", "-h")
+    assert code == 0
+    assert f"Presets: none ({DAMAGED})." in " ".join(out.split())
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "nothing.zip"))
+    assert_one_line_error(code, err, 2, "no model file")
+    code, out, err = train(capsys, tmp_path)
+    assert_one_line_error(code, err, 2, DAMAGED)
+    assert err == f"error: {DAMAGED}\n"
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_preset_file_does_not_break_the_import(tmp_path: pathlib.Path) -> None:
+    """The help text of train lists the presets; it is built when the parser is, not on import."""
+    script = (
+        "import types, sys\n"
+        "import sb3_acer.presets as presets\n"
+        "text = types.SimpleNamespace(read_text=lambda: 'CartPole-v1: [')\n"
+        "files = types.SimpleNamespace(joinpath=lambda name: text)\n"
+        "presets.resources = types.SimpleNamespace(files=lambda package: files)\n"
+        "from sb3_acer.cli import main\n"
+        "sys.exit(main(['enjoy', 'model.zip']))\n"
+    )
+    root = str(pathlib.Path(__file__).resolve().parents[1])  # this checkout's sb3_acer, not an installed one
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stderr == "error: no model file 'model.zip'\n"
+    assert result.returncode == 2
+
+
+def test_zoo_policy_kwargs_string_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    hyperparams = (
+        "policy_kwargs=dict(net_arch=[16], activation_fn=th.nn.Tanh, optimizer_class=RMSpropTFLike, "
+        "optimizer_kwargs=dict(eps=1e-5))"
+    )
+    code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", hyperparams)
+    assert code == 0, err
+    model = ACER.load(tmp_path / "CartPole-v1_0" / "model.zip")
+    assert model.policy_kwargs == {
+        "net_arch": [16],
+        "activation_fn": nn.Tanh,
+        "optimizer_class": RMSpropTFLike,
+        "optimizer_kwargs": {"eps": 1e-5},
+    }
+    assert type(model.optimizer) is RMSpropTFLike
+
+
+def test_zoo_strings_in_a_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    entry = {
+        "n_envs": 2,
+        "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU, optimizer_class=RMSpropTFLike, "
+        "optimizer_kwargs=dict(eps=1e-5))",
+        "normalize": "dict(norm_obs=False, norm_reward=True)",
+        "learning_rate": "lin_7e-4",
+    }
+    use_presets(monkeypatch, {"CartPole-v1": entry})
+    settings = settings_of("CartPole-v1")
+    assert settings.n_envs == 2 and settings.normalize
+    assert settings.normalize_kwargs == {"norm_obs": False, "norm_reward": True}
+    assert settings.hyperparameters == {
+        "policy_kwargs": {
+            "net_arch": [64, 64],
+            "activation_fn": nn.ReLU,
+            "optimizer_class": RMSpropTFLike,
+            "optimizer_kwargs": {"eps": 1e-5},
+        },
+        "learning_rate": 7e-4,
+        "lr_schedule": "linear",
+    }
+    # A command-line lr_schedule overrides the preset's lin_; its learning rate stays.
+    settings = settings_of("CartPole-v1", "--hyperparams", "lr_schedule=constant")
+    assert (settings.hyperparameters["learning_rate"], settings.hyperparameters["lr_schedule"]) == (
+        7e-4,
+        "constant",
+    )
+
+
+def test_parse_hyperparams_reads_the_zoo_dict_form_without_running_code(tmp_path: pathlib.Path) -> None:
+    from sb3_acer.cli import UsageError
+
+    assert parse_hyperparams(["policy_kwargs=dict(net_arch=[64, 64], activation_fn=nn.ReLU)"]) == {
+        "policy_kwargs": {"net_arch": [64, 64], "activation_fn": "nn.ReLU"}
+    }
+    assert parse_hyperparams(["normalize=dict(norm_obs=False)"]) == {"normalize": {"norm_obs": False}}
+    target = tmp_path / "x"
+    with pytest.raises(UsageError) as error:
+        parse_hyperparams([f"policy_kwargs=__import__('os').system('touch {target}')"])
+    assert str(error.value) == (
+        f"--hyperparams policy_kwargs: the call \"__import__('os').system('touch {target}')\" is not "
+        f"allowed {ALLOWED}"
+    )
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (
+            ["policy_kwargs=dict(net_arch=[64]).copy()"],
+            f"--hyperparams policy_kwargs: the call 'dict(net_arch=[64]).copy()' is not allowed {ALLOWED}",
+        ),
+        (
+            ["learning_rate=lin_7e-4", "lr_schedule=constant"],
+            "--hyperparams learning_rate 'lin_7e-4' is the linear schedule, but lr_schedule is 'constant'",
+        ),
+        (["learning_rate=lin_x"], "--hyperparams learning_rate: 'lin_x' is not lin_<number>, e.g. lin_7e-4"),
+        (["clip_range=lin_0.2"], "unknown hyperparameter 'clip_range' for ACER; accepted: alpha,"),
+        (
+            ["env_wrapper=[AtariWrapper]"],
+            "--hyperparams env_wrapper: AtariWrapper applies only to Atari games",
+        ),
+    ],
+)
+def test_bad_zoo_hyperparams_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, items: list[str], message: str
+) -> None:
+    code, out, err = train(capsys, tmp_path, "--hyperparams", *items)
+    assert_one_line_error(code, err, 2, message)
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_lin_learning_rate_on_the_command_line() -> None:
+    settings = settings_of("CartPole-v1", "--hyperparams", "learning_rate=lin_7e-4")
+    assert settings.hyperparameters["learning_rate"] == 7e-4
+    assert settings.hyperparameters["lr_schedule"] == "linear"  # over the preset's own schedule
+
+
+ZOO_ATARI = {
+    "env_wrapper": [ATARI_WRAPPER],
+    "frame_stack": 4,
+    "policy": "CnnPolicy",
+    "n_envs": 8,
+    "ent_coef": 0.02,
+    "learning_rate": "lin_1e-3",
+    "policy_kwargs": "dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))",
+}
+
+
+def test_the_atari_entry_applies_to_atari_games_without_their_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ale_py")
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    use_presets(monkeypatch, {"atari": ZOO_ATARI, "CartPole-v1": {"n_envs": 2}})
+    _, out, _ = run(capsys, "train", "-h")
+    assert "Presets: CartPole-v1, atari (defaults for Atari games)." in out
+    settings = settings_of("PongNoFrameskip-v4")
+    assert (settings.n_envs, settings.timesteps, settings.policy) == (8, 10_000_000, "CnnPolicy")
+    assert settings.env_wrapper == () and not settings.normalize
+    assert settings.source == (
+        "Using the preset 'atari' (defaults for Atari games, sb3_acer/presets/acer.yml) for "
+        "PongNoFrameskip-v4, over SB2 run_atari's settings (AtariWrapper, 4-frame stack, CnnPolicy, "
+        "lr_schedule constant)."
+    )
+    code, out, err = run(
+        capsys,
+        "train",
+        "PongNoFrameskip-v4",
+        "--n-envs",
+        "2",
+        "--timesteps",
+        "40",
+        "--no-progress-bar",
+        "--log-folder",
+        str(tmp_path),
+    )
+    assert code == 0, err
+    assert out.startswith(settings.source)
+    model = ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip")
+    assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper, 4 frames, channel first
+    assert (model.ent_coef, model.learning_rate, model.lr_schedule) == (0.02, 1e-3, "linear")
+    assert type(model.optimizer) is RMSpropTFLike
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"env_wrapper": [{ATARI_WRAPPER: {"clip_reward": False}}]},
+            "env_wrapper: AtariWrapper takes no arguments here (the CLI applies it with its defaults), "
+            "got {'clip_reward': False}",
+        ),
+        ({"frame_stack": 8}, "frame_stack: only 4 is supported (the stack the CLI builds), got 8"),
+    ],
+)
+def test_atari_entry_settings_the_cli_cannot_follow_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: dict[str, Any],
+    message: str,
+) -> None:
+    pytest.importorskip("ale_py")
+    use_presets(monkeypatch, {"atari": {**ZOO_ATARI, **change}})
+    code, out, err = run(
+        capsys,
+        "train",
+        "PongNoFrameskip-v4",
+        "--n-envs",
+        "2",
+        *FAST[2:],
+        "--timesteps",
+        "40",
+        "--log-folder",
+        str(tmp_path),
+    )
+    expected = f"preset 'atari' (for PongNoFrameskip-v4) in sb3_acer/presets/acer.yml: {message}"
+    assert_one_line_error(code, err, 2, expected)
+    assert err == f"error: {expected}\n"
+    assert out == "" and list(tmp_path.iterdir()) == []

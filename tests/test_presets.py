@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shlex
+import types
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
-from sb3_acer import ACER
+from sb3_acer import ACER, presets
 from sb3_acer.presets import (
     WrapperSpec,
     available_presets,
@@ -342,3 +343,289 @@ def test_time_feature_wrapper_appends_the_remaining_time_outside_monitor() -> No
         obs, _, dones, infos = env.step(np.array([0]))
     assert infos[0]["episode"]["r"] == infos[0]["episode"]["l"] > 3
     assert obs[0, -1] == 1.0  # the next episode's first observation
+
+
+# ---------------------------------------------------------------------------------------------- zoo format
+
+ZOO_POLICY_KWARGS = (
+    "dict(net_arch=[64, 64], activation_fn=nn.ReLU, optimizer_class=RMSpropTFLike, "
+    "optimizer_kwargs=dict(eps=1e-5))"
+)
+ALLOWED = "(only constants, lists, tuples, dicts, dict(key=value, ...) and class names such as nn.ReLU)"
+ATARI_DEFAULTS = {"n_envs": 16, "n_timesteps": 10_000_000, "policy": "CnnPolicy", "lr_schedule": "constant"}
+ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+
+
+def use_presets(monkeypatch: pytest.MonkeyPatch, entries: object) -> None:
+    """Make the preset file hold ``entries`` (as ``yaml.safe_load`` would give them)."""
+    monkeypatch.setattr(presets, "_read", lambda: entries)
+
+
+def use_preset_text(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """Make the preset file's text ``text``, read through the package's resources as acer.yml is."""
+    files = types.SimpleNamespace(joinpath=lambda name: types.SimpleNamespace(read_text=lambda: text))
+    monkeypatch.setattr(presets, "resources", types.SimpleNamespace(files=lambda package: files))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            ZOO_POLICY_KWARGS,
+            {
+                "net_arch": [64, 64],
+                "activation_fn": "nn.ReLU",
+                "optimizer_class": "RMSpropTFLike",
+                "optimizer_kwargs": {"eps": 1e-5},
+            },
+        ),
+        (
+            "dict(net_arch=dict(pi=[8], qf=[16]), activation_fn=th.nn.Tanh)",
+            {
+                "net_arch": {"pi": [8], "qf": [16]},
+                "activation_fn": "th.nn.Tanh",
+            },
+        ),
+        ("{'norm_obs': False, 'clip_obs': 5.0}", {"norm_obs": False, "clip_obs": 5.0}),
+        ("[(1, -2), -0.5, None, True, 'a']", [(1, -2), -0.5, None, True, "a"]),
+        ("dict()", {}),
+        ("RMSpropTFLike", "RMSpropTFLike"),
+    ],
+)
+def test_expression_reader_reads_the_zoo_strings(text: str, expected: object) -> None:
+    assert presets.read_expression(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("__import__('os').system('ls')", "the call \"__import__('os').system('ls')\""),
+        ("eval('1')", "the call \"eval('1')\""),
+        ("list([1])", "the call 'list([1])'"),
+        ("nn.ReLU()", "the call 'nn.ReLU()'"),
+        ("dict([('a', 1)])", "the call \"dict([('a', 1)])\""),
+        ("dict(**kwargs)", "the call 'dict(**kwargs)'"),
+        ("dict(a=1).keys", "attribute access 'dict(a=1).keys'"),
+        ("lambda: 0", "the lambda 'lambda: 0'"),
+        ("x[0]", "the subscript 'x[0]'"),
+        ("1 + 2", "the operator in '1 + 2'"),
+        ("-'a'", "the operator in \"-'a'\""),
+        ("not True", "the operator in 'not True'"),
+        ("{x: 1}", "the dict key 'x'"),
+        ("{**x}", "the dict unpacking '{**x}'"),
+        ("{1, 2}", "the set '{1, 2}'"),
+        ("[x for x in y]", "the expression '[x for x in y]'"),
+    ],
+)
+def test_expression_reader_refuses_anything_else(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        presets.read_expression(text)
+    assert str(error.value) == f"{message} is not allowed {ALLOWED}"
+
+
+def test_expression_reader_never_runs_the_code(tmp_path: pathlib.Path) -> None:
+    target = tmp_path / "x"
+    for text in (f"__import__('os').system('touch {target}')", f"dict(a=open('{target}', 'w'))"):
+        with pytest.raises(ValueError, match="is not allowed"):
+            presets.read_expression(text)
+    assert not target.exists()
+
+
+def test_expression_reader_reports_what_is_not_an_expression() -> None:
+    with pytest.raises(SyntaxError):
+        presets.read_expression("dict(a=")
+    with pytest.raises(SyntaxError):
+        presets.read_expression("a = 1")
+
+
+def test_policy_kwargs_resolve_the_zoo_names() -> None:
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    assert resolve_policy_kwargs(ZOO_POLICY_KWARGS) == {
+        "net_arch": [64, 64],
+        "activation_fn": nn.ReLU,
+        "optimizer_class": RMSpropTFLike,
+        "optimizer_kwargs": {"eps": 1e-5},
+    }
+    path = "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike"
+    assert resolve_policy_kwargs({"optimizer_class": path})["optimizer_class"] is RMSpropTFLike
+    assert resolve_policy_kwargs({"activation_fn": "th.nn.Tanh"})["activation_fn"] is nn.Tanh
+    assert resolve_policy_kwargs({"optimizer_class": "th.optim.Adam"})["optimizer_class"] is optim.Adam
+    with pytest.raises(ValueError) as error:
+        resolve_policy_kwargs("dict(activation_fn=getattr(nn, 'ReLU'))")
+    assert str(error.value) == f"policy_kwargs: the call \"getattr(nn, 'ReLU')\" is not allowed {ALLOWED}"
+    with pytest.raises(ValueError) as error:
+        resolve_policy_kwargs("dict(net_arch=[64,")
+    assert str(error.value) == "policy_kwargs: 'dict(net_arch=[64,' is not a Python expression"
+
+
+def test_preset_reads_the_zoo_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    entry = {"policy_kwargs": ZOO_POLICY_KWARGS, "normalize": "dict(norm_obs=False, clip_reward=5.0)"}
+    use_presets(monkeypatch, {"CartPole-v1": entry})
+    preset = load_preset("CartPole-v1")
+    assert preset.hyperparameters["policy_kwargs"]["optimizer_class"] is RMSpropTFLike
+    assert preset.normalize and preset.normalize_kwargs == {"norm_obs": False, "clip_reward": 5.0}
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"learning_rate": "lin_7e-4"}, {"learning_rate": 7e-4, "lr_schedule": "linear"}),
+        (
+            {"learning_rate": "lin_0.001", "lr_schedule": "linear"},
+            {"learning_rate": 1e-3, "lr_schedule": "linear"},
+        ),
+        ({"learning_rate": 5e-4}, {"learning_rate": 5e-4}),
+    ],
+)
+def test_lin_learning_rate_is_acer_linear_schedule(entry: dict, expected: dict) -> None:
+    assert presets.zoo_schedules(entry) == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            {"learning_rate": "lin_7e-4", "lr_schedule": "constant"},
+            "learning_rate 'lin_7e-4' is the linear schedule, but lr_schedule is 'constant'",
+        ),
+        ({"learning_rate": "lin_fast"}, "learning_rate: 'lin_fast' is not lin_<number>, e.g. lin_7e-4"),
+        ({"learning_rate": "lin_nan"}, "learning_rate: 'lin_nan' is not lin_<number>, e.g. lin_7e-4"),
+    ],
+)
+def test_bad_lin_learning_rate_is_refused(entry: dict, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        presets.zoo_schedules(entry)
+    assert str(error.value) == message
+
+
+def test_lin_learning_rate_in_a_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_presets(monkeypatch, {"CartPole-v1": {"learning_rate": "lin_2e-3", "ent_coef": 0.0}})
+    assert load_preset("CartPole-v1").hyperparameters == {
+        "learning_rate": 2e-3,
+        "lr_schedule": "linear",
+        "ent_coef": 0.0,
+    }
+
+
+ZOO_ATARI = {
+    "env_wrapper": [ATARI_WRAPPER],
+    "frame_stack": 4,
+    "policy": "CnnPolicy",
+    "n_envs": 8,
+    "ent_coef": 0.02,
+    "policy_kwargs": "dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))",
+}
+
+
+def test_atari_entry_applies_to_atari_games_without_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+    own = {"n_envs": 4, "learning_rate": "lin_1e-3"}
+    use_presets(monkeypatch, {"atari": ZOO_ATARI, "BreakoutNoFrameskip-v4": own, "CartPole-v1": {}})
+    assert available_presets() == ["BreakoutNoFrameskip-v4", "CartPole-v1"]
+    assert presets.has_atari_defaults()
+    pong = load_preset("PongNoFrameskip-v4", atari_defaults=ATARI_DEFAULTS)
+    assert (pong.entry, pong.n_envs, pong.n_timesteps, pong.policy) == ("atari", 8, 10_000_000, "CnnPolicy")
+    assert pong.env_wrapper == () and not pong.normalize
+    assert pong.hyperparameters == {
+        "lr_schedule": "constant",
+        "ent_coef": 0.02,
+        "policy_kwargs": {"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}},
+    }
+    # A game's own entry replaces the atari entry, over the same run_atari defaults.
+    breakout = load_preset("BreakoutNoFrameskip-v4", atari_defaults=ATARI_DEFAULTS)
+    assert (breakout.entry, breakout.n_envs, breakout.policy) == ("BreakoutNoFrameskip-v4", 4, "CnnPolicy")
+    assert breakout.hyperparameters == {"learning_rate": 1e-3, "lr_schedule": "linear"}
+    with pytest.raises(KeyError):
+        load_preset("PongNoFrameskip-v4")  # not an Atari game, as far as the caller says
+    assert load_preset("CartPole-v1").entry == "CartPole-v1"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"env_wrapper": [{ATARI_WRAPPER: {"terminal_on_life_loss": False}}]},
+            "env_wrapper: AtariWrapper takes no arguments here (the CLI applies it with its defaults), "
+            "got {'terminal_on_life_loss': False}",
+        ),
+        (
+            {"env_wrapper": ["TimeFeatureWrapper", "AtariWrapper"]},
+            "env_wrapper: AtariWrapper must come first (the CLI applies it innermost)",
+        ),
+        ({"frame_stack": 2}, "frame_stack: only 4 is supported (the stack the CLI builds), got 2"),
+    ],
+)
+def test_atari_entry_settings_the_cli_does_not_support_are_refused(
+    monkeypatch: pytest.MonkeyPatch, change: dict, message: str
+) -> None:
+    use_presets(monkeypatch, {"atari": {**ZOO_ATARI, **change}})
+    with pytest.raises(presets.PresetError) as error:
+        load_preset("PongNoFrameskip-v4", atari_defaults=ATARI_DEFAULTS)
+    assert str(error.value) == (
+        f"preset 'atari' (for PongNoFrameskip-v4) in sb3_acer/presets/acer.yml: {message}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"frame_stack": 4}, "frame_stack: only Atari games are stacked"),
+        ({"env_wrapper": "AtariWrapper"}, "env_wrapper: AtariWrapper applies only to Atari games"),
+        (
+            {"normalize": "{'norm_rewards': True}"},
+            "normalize: unknown VecNormalize argument 'norm_rewards'; accepted: norm_obs, norm_reward, "
+            "clip_obs, clip_reward, epsilon",
+        ),
+        (
+            {"env_wrapper": "TimeLimit"},
+            "env_wrapper: unknown wrapper 'TimeLimit'; accepted: "
+            "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+        ),
+        (
+            {"policy_kwargs": {"activation_fn": "Relu"}},
+            "policy_kwargs: activation_fn 'Relu' is not a torch.nn class",
+        ),
+        (
+            {"policy_kwargs": "dict(activation_fn=__import__('os'))"},
+            f"policy_kwargs: the call \"__import__('os')\" is not allowed {ALLOWED}",
+        ),
+        ({"learning_rate": "lin_x"}, "learning_rate: 'lin_x' is not lin_<number>, e.g. lin_7e-4"),
+        ({"n_envs": "four"}, "n_envs must be a positive integer, got 'four'"),
+        ("n_envs: 4", "the entry must map settings to values, got 'n_envs: 4'"),
+    ],
+)
+def test_bad_preset_entries_name_the_file_and_the_entry(
+    monkeypatch: pytest.MonkeyPatch, entry: object, message: str
+) -> None:
+    use_presets(monkeypatch, {"CartPole-v1": entry})
+    with pytest.raises(presets.PresetError) as error:
+        load_preset("CartPole-v1")
+    assert str(error.value) == f"preset 'CartPole-v1' in sb3_acer/presets/acer.yml: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "CartPole-v1:\n  n_envs: [4\n",
+            "the preset file sb3_acer/presets/acer.yml is damaged: expected ',' or ']', but got "
+            "'<stream end>' (line 3, column 1)",
+        ),
+        (
+            "- CartPole-v1\n",
+            "the preset file sb3_acer/presets/acer.yml is damaged: it must map environment ids to settings",
+        ),
+    ],
+)
+def test_damaged_preset_file_is_named_with_its_problem(
+    monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
+    use_preset_text(monkeypatch, text)
+    for read in (available_presets, lambda: load_preset("CartPole-v1")):
+        with pytest.raises(presets.PresetError) as error:
+            read()
+        assert str(error.value) == message

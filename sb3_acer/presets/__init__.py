@@ -1,11 +1,27 @@
 """Tuned hyperparameter presets, in the rl-baselines3-zoo YAML format (``acer.yml``).
 
-Each entry is keyed by environment id; ``n_envs``, ``n_timesteps``, ``policy``, ``normalize`` and
-``env_wrapper`` describe the run, every other key is an ``ACER`` constructor argument. As in the zoo,
-``normalize`` is ``true`` (``VecNormalize`` with its defaults) or the string of a dict of ``VecNormalize``
-arguments, e.g. ``"{'norm_obs': False, 'norm_reward': True}"``, and ``env_wrapper`` names a wrapper class
-(or a list of them, each a name or a one-item ``{name: kwargs}`` mapping) applied to each env outside its
-``Monitor``; the names it accepts are :data:`ENV_WRAPPERS`.
+Each entry is keyed by environment id; ``n_envs``, ``n_timesteps``, ``policy``, ``normalize``,
+``env_wrapper`` and ``frame_stack`` describe the run, every other key is an ``ACER`` constructor argument.
+As in the zoo:
+
+- ``normalize`` is ``true`` (``VecNormalize`` with its defaults) or a dict of ``VecNormalize`` arguments
+  (:data:`NORMALIZE_KEYS`), written as a string, ``"{'norm_obs': False, 'norm_reward': True}"`` or
+  ``"dict(norm_obs=False, norm_reward=True)"``;
+- ``env_wrapper`` names a wrapper class (or a list of them, each a name or a one-item ``{name: kwargs}``
+  mapping) applied to each env outside its ``Monitor``; the names it accepts are :data:`ENV_WRAPPERS`;
+- ``policy_kwargs`` is a dict or its string, e.g. ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU,
+  optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))"``; the zoo ``eval``s such strings, here
+  :func:`read_expression` reads them without evaluating anything (constants, lists, tuples, dicts,
+  ``dict(key=value, ...)`` and class names only), and :func:`resolve_policy_kwargs` resolves the names;
+- ``learning_rate: lin_<number>`` is the linear schedule: ``learning_rate=<number>`` with
+  ``lr_schedule='linear'``, ACER's decay to 0 over the run (:func:`zoo_schedules`);
+- the ``atari`` entry applies to every Atari game without an entry of its own. An Atari game's entry is
+  laid over the settings of a run without a preset (the caller's ``atari_defaults``: SB2 ``run_atari``'s
+  for the CLI), which always applies SB3's ``AtariWrapper`` and a 4-frame stack: an entry may name that
+  wrapper first in its ``env_wrapper`` (without arguments) and give ``frame_stack: 4``, as the zoo's do,
+  and nothing else for these.
+
+A setting that cannot be used raises :class:`PresetError`, naming the file and the entry.
 """
 
 from __future__ import annotations
@@ -15,7 +31,8 @@ import contextlib
 import copy
 import importlib
 import inspect
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, NamedTuple
@@ -26,26 +43,49 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
 __all__ = [
+    "ATARI_ENTRY",
+    "ATARI_FRAME_STACK",
     "ENV_WRAPPERS",
     "NORMALIZE_KEYS",
+    "PRESET_FILE",
     "Preset",
+    "PresetError",
     "WrapperSpec",
     "available_presets",
     "env_wrappers",
     "evaluation_normalization",
+    "has_atari_defaults",
     "load_preset",
     "normalize_kwargs",
+    "read_expression",
     "resolve_policy_kwargs",
     "wrapper_class",
+    "zoo_schedules",
 ]
 
-RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize", "env_wrapper")
+RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize", "env_wrapper", "frame_stack")
+#: Where the presets are, as error messages name the file.
+PRESET_FILE = "sb3_acer/presets/acer.yml"
+#: The entry that applies to every Atari game without its own, as in the zoo.
+ATARI_ENTRY = "atari"
+#: The frames an Atari game's observation stacks (the only ``frame_stack`` an entry may give).
+ATARI_FRAME_STACK = 4
+#: SB3's Atari preprocessing, which the zoo names in an ``atari`` entry's ``env_wrapper``; the CLI applies it
+#: to every Atari game, with its defaults.
+ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+#: ``optimizer_class`` names outside ``torch.optim`` that ``policy_kwargs`` may give, by their short name.
+OPTIMIZERS = {"RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike"}
 #: The ``VecNormalize`` arguments a ``normalize`` dict may set (``gamma`` comes from the run's ``gamma``).
 NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "epsilon")
 #: The wrappers an ``env_wrapper`` setting may name, by their import path (the zoo's spelling). A short name
 #: (the part after the last dot) names the same class. Only these are imported: a preset or a run's
 #: ``.json`` file names a class, it never makes Python import an arbitrary module.
 ENV_WRAPPERS = ("sb3_contrib.common.wrappers.TimeFeatureWrapper",)
+
+
+class PresetError(ValueError):
+    """The preset file is damaged, or an entry of it has a setting that cannot be used (the message names the
+    file and the entry)."""
 
 
 class WrapperSpec(NamedTuple):
@@ -70,59 +110,168 @@ class Preset:
     normalize_kwargs: dict[str, Any] = field(default_factory=dict)
     #: Wrappers applied to each env outside its ``Monitor``, in order (:func:`env_wrappers`).
     env_wrapper: tuple[WrapperSpec, ...] = ()
+    #: The entry of the preset file it comes from: ``env_id``, or ``"atari"`` for an Atari game without one.
+    entry: str = ""
 
 
-def _read() -> dict[str, dict[str, Any]]:
-    text = resources.files(__package__).joinpath("acer.yml").read_text()
-    data = yaml.safe_load(text)
+def _text() -> str:
+    return resources.files(__package__).joinpath("acer.yml").read_text()
+
+
+def _read() -> dict[str, Any]:
+    """The preset file's entries, by name.
+
+    Raises:
+        PresetError: the file is not YAML, or not a mapping.
+    """
+    try:
+        data = yaml.safe_load(_text())
+    except yaml.YAMLError as error:
+        raise PresetError(f"the preset file {PRESET_FILE} is damaged: {_yaml_problem(error)}") from None
     if not isinstance(data, dict):
-        raise ValueError("acer.yml must map environment ids to settings")
+        raise PresetError(
+            f"the preset file {PRESET_FILE} is damaged: it must map environment ids to settings"
+        )
     return data
 
 
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """What ``error`` says is wrong and where, on one line."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if problem is None:
+        return " ".join(str(error).split())
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
 def available_presets() -> list[str]:
-    """Environment ids that have a preset."""
-    return sorted(_read())
-
-
-def load_preset(env_id: str) -> Preset:
-    """The preset for ``env_id``, its ``policy_kwargs`` class names resolved (:func:`resolve_policy_kwargs`).
+    """Environment ids that have a preset (the ``atari`` entry, for any Atari game, is not one).
 
     Raises:
-        KeyError: no preset exists for ``env_id``.
+        PresetError: the preset file is damaged.
+    """
+    return sorted(name for name in _read() if name != ATARI_ENTRY)
+
+
+def has_atari_defaults() -> bool:
+    """Whether the preset file has an ``atari`` entry (defaults for Atari games without their own).
+
+    Raises:
+        PresetError: the preset file is damaged.
+    """
+    return ATARI_ENTRY in _read()
+
+
+def load_preset(env_id: str, *, atari_defaults: Mapping[str, Any] | None = None) -> Preset:
+    """The preset for ``env_id``, its zoo strings read (:func:`read_expression`, :func:`zoo_schedules`) and
+    its ``policy_kwargs`` class names resolved (:func:`resolve_policy_kwargs`).
+
+    Args:
+        env_id: the environment id.
+        atari_defaults: for an Atari game, the settings of a run without a preset (``n_envs``,
+            ``n_timesteps``, ``policy`` and constructor arguments): the game's own entry, or else the
+            ``atari`` entry, is laid over them. ``None``: ``env_id`` is not an Atari game.
+
+    Raises:
+        KeyError: no preset applies to ``env_id``.
+        PresetError: the preset file is damaged, or the entry has a setting that cannot be used; the message
+            names the file and the entry.
     """
     data = _read()
-    if env_id not in data:
-        raise KeyError(f"no ACER preset for {env_id!r}; presets exist for {', '.join(sorted(data))}")
-    entry = dict(data[env_id])
+    atari = atari_defaults is not None
+    name = env_id if env_id in data or not atari else ATARI_ENTRY
+    if name not in data:
+        raise KeyError(f"no ACER preset for {env_id!r}; presets exist for {', '.join(available_presets())}")
+    label = repr(name) + (f" (for {env_id})" if name != env_id else "")
+    try:
+        return _preset(env_id, name, data[name], dict(atari_defaults or {}), atari=atari)
+    except ValueError as error:
+        raise PresetError(f"preset {label} in {PRESET_FILE}: {error}") from None
+
+
+def _preset(env_id: str, name: str, raw: Any, defaults: dict[str, Any], *, atari: bool) -> Preset:
+    if not isinstance(raw, dict):
+        raise ValueError(f"the entry must map settings to values, got {raw!r}")
+    entry = {**defaults, **zoo_schedules(raw)}
     if "policy_kwargs" in entry:
         entry["policy_kwargs"] = resolve_policy_kwargs(entry["policy_kwargs"])
     normalize = normalize_kwargs(entry.pop("normalize", False))
-    wrappers = env_wrappers(entry.pop("env_wrapper", None))
+    wrappers = env_wrappers(entry.pop("env_wrapper", None), atari=atari)
+    if "frame_stack" in entry:
+        frame_stack = entry.pop("frame_stack")
+        if not atari:
+            raise ValueError("frame_stack: only Atari games are stacked")
+        if frame_stack != ATARI_FRAME_STACK or isinstance(frame_stack, bool):
+            raise ValueError(
+                f"frame_stack: only {ATARI_FRAME_STACK} is supported (the stack the CLI builds), "
+                f"got {frame_stack!r}"
+            )
     return Preset(
         env_id=env_id,
-        n_envs=int(entry.pop("n_envs", 1)),
-        n_timesteps=int(float(entry.pop("n_timesteps", 1e6))),
+        n_envs=_whole(entry.pop("n_envs", 1), "n_envs"),
+        n_timesteps=_whole(entry.pop("n_timesteps", 1e6), "n_timesteps"),
         policy=str(entry.pop("policy", "MlpPolicy")),
         normalize=normalize is not None,
         hyperparameters=entry,
         normalize_kwargs=normalize or {},
         env_wrapper=wrappers,
+        entry=name,
     )
+
+
+def _whole(value: Any, key: str) -> int:
+    """``value`` as a positive whole number (``1e6`` and ``"1e6"`` count, as YAML may give them)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (number.is_integer() and number > 0):
+        raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return int(number)
+
+
+def zoo_schedules(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with the zoo's ``learning_rate: lin_<number>`` read as ACER's linear decay from
+    ``<number>`` to 0 over the run: ``learning_rate=<number>`` and ``lr_schedule='linear'``.
+
+    Raises:
+        ValueError: ``lin_`` without a number after it, or ``settings`` also setting another ``lr_schedule``.
+    """
+    result = dict(settings)
+    value = result.get("learning_rate")
+    if not (isinstance(value, str) and value.startswith("lin_")):
+        return result
+    try:
+        rate = float(value.removeprefix("lin_"))
+    except ValueError:
+        rate = math.nan
+    if not math.isfinite(rate):
+        raise ValueError(f"learning_rate: {value!r} is not lin_<number>, e.g. lin_7e-4")
+    schedule = result.setdefault("lr_schedule", "linear")
+    if schedule != "linear":
+        raise ValueError(f"learning_rate {value!r} is the linear schedule, but lr_schedule is {schedule!r}")
+    result["learning_rate"] = rate
+    return result
 
 
 def normalize_kwargs(value: Any) -> dict[str, Any] | None:
     """The ``VecNormalize`` arguments a ``normalize`` setting asks for, ``None`` for no normalisation.
 
     ``True`` gives ``{}`` (observations and rewards, ``VecNormalize``'s defaults); a dict, or its string as a
-    zoo YAML file writes it, gives its items, each one of :data:`NORMALIZE_KEYS`.
+    zoo YAML file writes it (``"{'norm_obs': False}"`` or ``"dict(norm_obs=False)"``, read by
+    :func:`read_expression`), gives its items, each one of :data:`NORMALIZE_KEYS`.
 
     Raises:
         ValueError: anything else, naming the problem.
     """
     if isinstance(value, str):
-        with contextlib.suppress(ValueError, SyntaxError):
-            value = ast.literal_eval(value)
+        try:
+            value = read_expression(value)
+        except SyntaxError:
+            pass  # refused below, as the string it is
+        except ValueError as error:
+            raise ValueError(f"normalize: {error}") from None
     if value is True:
         return {}
     if value is False or value is None:
@@ -146,7 +295,7 @@ def normalize_kwargs(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def env_wrappers(value: Any) -> tuple[WrapperSpec, ...]:
+def env_wrappers(value: Any, *, atari: bool = False) -> tuple[WrapperSpec, ...]:
     """The wrappers an ``env_wrapper`` setting asks for, in the order they wrap the env (the first is
     innermost); ``None`` or an empty list for none.
 
@@ -154,6 +303,9 @@ def env_wrappers(value: Any) -> tuple[WrapperSpec, ...]:
     is one of :data:`ENV_WRAPPERS` or its last part, e.g. ``TimeFeatureWrapper``. A string holding a list or
     a mapping, as ``--hyperparams`` passes it, is read as one. Keyword arguments are checked against the
     class's signature, so a typo fails here rather than when the env is built.
+
+    For an Atari game (``atari``), SB3's ``AtariWrapper`` may come first, as a zoo ``atari`` entry names it:
+    the CLI applies it to every Atari game anyway, so it is left out of the result; it takes no arguments.
 
     Raises:
         ValueError: an unknown name, a malformed entry or an argument the wrapper does not take.
@@ -165,7 +317,7 @@ def env_wrappers(value: Any) -> tuple[WrapperSpec, ...]:
         return ()
     entries = value if isinstance(value, (list, tuple)) else [value]
     specs = []
-    for entry in entries:
+    for index, entry in enumerate(entries):
         if isinstance(entry, dict) and len(entry) == 1:
             ((name, kwargs),) = entry.items()
             kwargs = {} if kwargs is None else kwargs
@@ -176,6 +328,17 @@ def env_wrappers(value: Any) -> tuple[WrapperSpec, ...]:
                 "env_wrapper must be a wrapper name, a {name: kwargs} mapping or a list of these, "
                 f"got {entry!r}"
             )
+        if name in (ATARI_WRAPPER, ATARI_WRAPPER.rpartition(".")[2]):
+            if not atari:
+                raise ValueError("env_wrapper: AtariWrapper applies only to Atari games")
+            if kwargs:
+                raise ValueError(
+                    "env_wrapper: AtariWrapper takes no arguments here (the CLI applies it with its "
+                    f"defaults), got {kwargs!r}"
+                )
+            if index > 0:
+                raise ValueError("env_wrapper: AtariWrapper must come first (the CLI applies it innermost)")
+            continue
         full = next((path for path in ENV_WRAPPERS if name in (path, path.rpartition(".")[2])), None)
         if full is None:
             raise ValueError(f"env_wrapper: unknown wrapper {name!r}; accepted: {', '.join(ENV_WRAPPERS)}")
@@ -234,12 +397,23 @@ def evaluation_normalization(venv: VecEnv, like: VecNormalize) -> VecNormalize:
 
 def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
     """Turn class names in ``policy_kwargs``, as a YAML preset or a command line can only give them, into
-    the classes: ``activation_fn="ReLU"`` (or ``"nn.ReLU"``) into a ``torch.nn`` class and
-    ``optimizer_class="Adam"`` (or ``"optim.Adam"``) into a ``torch.optim`` class.
+    the classes: ``activation_fn="ReLU"`` (or ``"nn.ReLU"``, ``"th.nn.ReLU"``, ``"torch.nn.ReLU"``) into a
+    ``torch.nn`` class and ``optimizer_class="Adam"`` (or ``"optim.Adam"``, ``"th.optim.Adam"``) into a
+    ``torch.optim`` class, or ``"RMSpropTFLike"`` (also by its import path) into SB3's ``RMSpropTFLike``.
+
+    A string is first read as the zoo writes ``policy_kwargs``, e.g.
+    ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU)"``, by :func:`read_expression` (never ``eval``).
 
     Raises:
-        ValueError: a name that is not such a class.
+        ValueError: a string that is not such an expression, or a name that is not such a class.
     """
+    if isinstance(policy_kwargs, str):
+        try:
+            policy_kwargs = read_expression(policy_kwargs)
+        except SyntaxError:
+            raise ValueError(f"policy_kwargs: {policy_kwargs!r} is not a Python expression") from None
+        except ValueError as error:
+            raise ValueError(f"policy_kwargs: {error}") from None
     if not isinstance(policy_kwargs, dict):
         return policy_kwargs
     resolved = dict(policy_kwargs)
@@ -247,9 +421,102 @@ def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
         name = resolved.get(key)
         if not isinstance(name, str):
             continue
-        short = name.removeprefix("torch.").removeprefix(f"{module.__name__.rpartition('.')[2]}.")
+        if key == "optimizer_class" and name in (*OPTIMIZERS, *OPTIMIZERS.values()):
+            path = OPTIMIZERS.get(name, name)
+            resolved[key] = getattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2])
+            continue
+        short = name
+        for prefix in ("torch.", "th.", f"{module.__name__.rpartition('.')[2]}."):
+            short = short.removeprefix(prefix)
         value = getattr(module, short, None)
         if not (isinstance(value, type) and issubclass(value, base)):
             raise ValueError(f"policy_kwargs: {key} {name!r} is not a {module.__name__} class")
         resolved[key] = value
     return resolved
+
+
+#: What :func:`read_expression` accepts, as its errors say.
+_ALLOWED = "(only constants, lists, tuples, dicts, dict(key=value, ...) and class names such as nn.ReLU)"
+
+
+def read_expression(text: str) -> Any:
+    """The value of a Python expression as the zoo writes ``policy_kwargs`` and ``normalize`` in its YAML
+    files, e.g. ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU, optimizer_kwargs=dict(eps=1e-5))"``,
+    read from its syntax tree; nothing is evaluated (the zoo calls ``eval``).
+
+    Accepted: constants, lists, tuples, dicts with constant keys, ``-`` before a number, ``dict(...)`` with
+    keyword arguments only (nested), and names, dotted or not (``nn.ReLU``, ``th.nn.Tanh``,
+    ``RMSpropTFLike``), which become strings for :func:`resolve_policy_kwargs` to resolve.
+
+    Raises:
+        SyntaxError: ``text`` is not a Python expression.
+        ValueError: anything else (another call, attribute access on a call, a lambda, a subscript, an
+            operator, ...), naming it.
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (ValueError, MemoryError, RecursionError) as error:  # a null byte; a deep nesting
+        raise SyntaxError(str(error)) from None
+    try:
+        return _expression_value(tree.body)
+    except RecursionError:
+        raise ValueError(f"an expression nested this deep is not allowed {_ALLOWED}") from None
+
+
+def _dotted_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _expression_value(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_expression_value(item) for item in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.Dict):
+        result = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:
+                raise _not_allowed("the dict unpacking", node)
+            if not isinstance(key, ast.Constant):
+                raise _not_allowed("the dict key", key)
+            result[key.value] = _expression_value(value)
+        return result
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float, complex))
+        and not isinstance(node.operand.value, bool)
+    ):
+        return -node.operand.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not node.args
+        and all(keyword.arg is not None for keyword in node.keywords)
+    ):
+        return {keyword.arg: _expression_value(keyword.value) for keyword in node.keywords}
+    name = _dotted_name(node)
+    if name is not None:
+        return name
+    kinds: list[tuple[type | tuple[type, ...], str]] = [
+        (ast.Call, "the call"),
+        (ast.Attribute, "attribute access"),
+        (ast.Lambda, "the lambda"),
+        (ast.Subscript, "the subscript"),
+        ((ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare), "the operator in"),
+        (ast.Set, "the set"),
+    ]
+    kind = next((kind for types, kind in kinds if isinstance(node, types)), "the expression")
+    raise _not_allowed(kind, node)
+
+
+def _not_allowed(kind: str, node: ast.expr) -> ValueError:
+    return ValueError(f"{kind} {ast.unparse(node)!r} is not allowed {_ALLOWED}")
