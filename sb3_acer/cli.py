@@ -98,7 +98,7 @@ OWN_FLAGS = {
 }
 #: ``--hyperparams`` keys that describe the run rather than the model.
 RUN_KEYS = ("normalize", "env_wrapper")
-BARE_STRING = re.compile(r"[A-Za-z_][\w.\-/]*")
+BARE_STRING = re.compile(r"[A-Za-z_][\w.\-+/]*")
 
 
 class CLIError(Exception):
@@ -388,6 +388,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         raise UsageError(str(error)) from None
     if preset is not None:
         _check_hyperparameter_keys(preset.hyperparameters, preset)
+        _check_preset_values(preset)
     vec_normalize_kwargs: dict[str, Any] = {}
     wrappers: tuple[WrapperSpec, ...] = ()
     if preset is not None:
@@ -459,6 +460,21 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         seed=args.seed,
         source=source,
     )
+
+
+def _check_preset_values(preset: Preset) -> None:
+    """The preset's own settings, checked as ACER checks them (without an env), so that a value it refuses
+    is reported as the preset file's, not as the command's."""
+    try:
+        ACER(
+            preset.policy,
+            None,
+            _init_setup_model=False,
+            **{**preset.hyperparameters, "num_procs": None, "verbose": 0},
+        )
+    except (ValueError, TypeError) as error:
+        label = repr(preset.entry) + (f" (for {preset.env_id})" if preset.entry != preset.env_id else "")
+        raise UsageError(f"preset {label} in {PRESET_FILE}: {_one_line(error)}") from None
 
 
 def _integer(text: str, what: str, minimum: int, maximum: int | None = None) -> int:

@@ -94,7 +94,7 @@ def test_unknown_env_id_is_one_line_and_exit_code_2(
         ),
         (
             "policy_kwargs={'activation_fn': 'relu'}",
-            "policy_kwargs: activation_fn 'relu' is not a torch.nn class",
+            "policy_kwargs: activation_fn 'relu' is not an activation class of torch.nn",
         ),
         (
             "policy_kwargs={'optimizer_class': 'Adamm'}",
@@ -1133,7 +1133,7 @@ def settings_of(*argv: str) -> Any:
         ),
         (
             {"policy_kwargs": {"activation_fn": "Relu"}},
-            "policy_kwargs: activation_fn 'Relu' is not a torch.nn",
+            "policy_kwargs: activation_fn 'Relu' is not an activation class of torch.nn",
         ),
         (
             {"policy_kwargs": "dict(optimizer_class=Adamm)"},
@@ -1400,3 +1400,31 @@ def test_atari_entry_settings_the_cli_cannot_follow_are_one_line_errors(
     assert_one_line_error(code, err, 2, expected)
     assert err == f"error: {expected}\n"
     assert out == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"gamma": "0.99"}, "gamma must be a finite number, got '0.99'"),
+        ({"n_steps": 10.5}, "n_steps must be an integer, got 10.5"),
+        ({"policy": 123}, "unknown policy '123'"),
+        ({"policy_kwargs": "[1, 2]"}, "policy_kwargs must be a dict"),
+    ],
+)
+def test_a_preset_value_acer_refuses_is_reported_as_the_presets(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    entry: dict[str, Any],
+    message: str,
+) -> None:
+    use_presets(monkeypatch, {"CartPole-v1": {"n_envs": 2, **entry}})
+    code, out, err = train(capsys, tmp_path)
+    assert_one_line_error(code, err, 2, f"preset 'CartPole-v1' in sb3_acer/presets/acer.yml: {message}")
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_lin_learning_rate_with_an_explicit_exponent_sign_on_the_command_line() -> None:
+    settings = settings_of("CartPole-v1", "--hyperparams", "learning_rate=lin_1e+3")
+    assert settings.hyperparameters["learning_rate"] == 1000.0
+    assert settings.hyperparameters["lr_schedule"] == "linear"

@@ -6,6 +6,7 @@ import json
 import pathlib
 import shlex
 import types
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -96,9 +97,11 @@ def test_class_names_in_policy_kwargs_resolve_to_torch_classes() -> None:
     assert resolve_policy_kwargs({"activation_fn": "torch.nn.ELU"})["activation_fn"] is nn.ELU
     assert kwargs["activation_fn"] == "nn.ReLU"  # the preset's own dict is left alone
     assert resolve_policy_kwargs({"activation_fn": nn.Tanh}) == {"activation_fn": nn.Tanh}
-    with pytest.raises(ValueError, match=r"activation_fn 'Linear2' is not a torch\.nn class"):
+    with pytest.raises(ValueError, match=r"activation_fn 'Linear2' is not an activation class of torch\.nn"):
         resolve_policy_kwargs({"activation_fn": "Linear2"})
-    with pytest.raises(ValueError, match=r"activation_fn 'functional' is not a torch\.nn class"):
+    with pytest.raises(
+        ValueError, match=r"activation_fn 'functional' is not an activation class of torch\.nn"
+    ):
         resolve_policy_kwargs({"activation_fn": "functional"})
     assert resolve_policy_kwargs({"optimizer_class": "optim.Adam"}) == {"optimizer_class": optim.Adam}
     assert resolve_policy_kwargs({"optimizer_class": "torch.optim.SGD"}) == {"optimizer_class": optim.SGD}
@@ -587,7 +590,7 @@ def test_atari_entry_settings_the_cli_does_not_support_are_refused(
         ),
         (
             {"policy_kwargs": {"activation_fn": "Relu"}},
-            "policy_kwargs: activation_fn 'Relu' is not a torch.nn class",
+            "policy_kwargs: activation_fn 'Relu' is not an activation class of torch.nn (e.g. nn.ReLU)",
         ),
         (
             {"policy_kwargs": "dict(activation_fn=__import__('os'))"},
@@ -629,3 +632,68 @@ def test_damaged_preset_file_is_named_with_its_problem(
         with pytest.raises(presets.PresetError) as error:
             read()
         assert str(error.value) == message
+
+
+# ---------------------------------------------------------------------- found by review (stop 39)
+
+
+def test_names_resolve_only_where_a_class_is_meant() -> None:
+    """A bare name is a class only under activation_fn, optimizer_class and features_extractor_class; the
+    zoo's eval would fail on ``false``, so it is refused rather than kept as the (true) string 'false'."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    with pytest.raises(ValueError) as error:
+        resolve_policy_kwargs("dict(net_arch=[64, 64], ortho_init=false)")
+    assert str(error.value) == (
+        "policy_kwargs: ortho_init: the name 'false' is not a value; only activation_fn, optimizer_class "
+        "and features_extractor_class take class names (write text in quotes, True/False/None as such)"
+    )
+    with pytest.raises(ValueError, match="net_arch: the name 'big' is not a value"):
+        resolve_policy_kwargs("dict(net_arch=dict(pi=[big]))")
+    assert resolve_policy_kwargs("dict(ortho_init=False)") == {"ortho_init": False}
+    assert resolve_policy_kwargs({"lr": "text"}) == {"lr": "text"}  # a quoted string stays one
+    extractor = resolve_policy_kwargs("dict(features_extractor_class=FlattenExtractor)")
+    assert extractor["features_extractor_class"] is FlattenExtractor
+    # A module's full path names the same class; a Module that is not an activation is refused.
+    full = resolve_policy_kwargs("dict(activation_fn=torch.nn.modules.activation.ReLU)")
+    assert full["activation_fn"] is nn.ReLU
+    with pytest.raises(ValueError) as error:
+        resolve_policy_kwargs("dict(activation_fn=nn.Module)")
+    assert str(error.value) == (
+        "policy_kwargs: activation_fn 'nn.Module' is not an activation class of torch.nn (e.g. nn.ReLU)"
+    )
+    with pytest.raises(ValueError, match=r"activation_fn 'nn\.Linear' is not an activation class"):
+        resolve_policy_kwargs({"activation_fn": "nn.Linear"})
+    with pytest.raises(ValueError, match=r"activation_fn 'os\.path\.ReLU' is not an activation class"):
+        resolve_policy_kwargs({"activation_fn": "os.path.ReLU"})
+
+
+def _unreadable(error: BaseException) -> Callable[[], str]:
+    def read_text() -> str:
+        raise error
+
+    return read_text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1:\n  n_envs: 4\n", "entry names must be environment ids (strings), got 1"),
+        ("a: " + "[" * 20000, "it is nested too deeply to read"),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), "it is not UTF-8 text"),
+        (FileNotFoundError(2, "No such file or directory"), "it cannot be read: No such file or directory"),
+    ],
+)
+def test_every_damaged_preset_file_is_a_preset_error(
+    monkeypatch: pytest.MonkeyPatch, text: str | BaseException, message: str
+) -> None:
+    if isinstance(text, str):
+        use_preset_text(monkeypatch, text)
+    else:
+        files = types.SimpleNamespace(
+            joinpath=lambda name: types.SimpleNamespace(read_text=_unreadable(text))
+        )
+        monkeypatch.setattr(presets, "resources", types.SimpleNamespace(files=lambda package: files))
+    with pytest.raises(presets.PresetError) as error:
+        available_presets()
+    assert str(error.value) == f"the preset file sb3_acer/presets/acer.yml is damaged: {message}"

@@ -124,14 +124,22 @@ def _read() -> dict[str, Any]:
     Raises:
         PresetError: the file is not YAML, or not a mapping.
     """
+    damaged = f"the preset file {PRESET_FILE} is damaged"
     try:
         data = yaml.safe_load(_text())
     except yaml.YAMLError as error:
-        raise PresetError(f"the preset file {PRESET_FILE} is damaged: {_yaml_problem(error)}") from None
+        raise PresetError(f"{damaged}: {_yaml_problem(error)}") from None
+    except UnicodeDecodeError:
+        raise PresetError(f"{damaged}: it is not UTF-8 text") from None
+    except RecursionError:
+        raise PresetError(f"{damaged}: it is nested too deeply to read") from None
+    except OSError as error:
+        raise PresetError(f"{damaged}: it cannot be read: {error.strerror or error}") from None
     if not isinstance(data, dict):
-        raise PresetError(
-            f"the preset file {PRESET_FILE} is damaged: it must map environment ids to settings"
-        )
+        raise PresetError(f"{damaged}: it must map environment ids to settings")
+    for name in data:
+        if not isinstance(name, str):
+            raise PresetError(f"{damaged}: entry names must be environment ids (strings), got {name!r}")
     return data
 
 
@@ -397,9 +405,12 @@ def evaluation_normalization(venv: VecEnv, like: VecNormalize) -> VecNormalize:
 
 def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
     """Turn class names in ``policy_kwargs``, as a YAML preset or a command line can only give them, into
-    the classes: ``activation_fn="ReLU"`` (or ``"nn.ReLU"``, ``"th.nn.ReLU"``, ``"torch.nn.ReLU"``) into a
-    ``torch.nn`` class and ``optimizer_class="Adam"`` (or ``"optim.Adam"``, ``"th.optim.Adam"``) into a
-    ``torch.optim`` class, or ``"RMSpropTFLike"`` (also by its import path) into SB3's ``RMSpropTFLike``.
+    the classes: ``activation_fn="ReLU"`` (or ``"nn.ReLU"``, ``"th.nn.ReLU"``, ``"torch.nn.ReLU"``, or the
+    full path) into an activation class of ``torch.nn``, ``optimizer_class="Adam"`` (or ``"optim.Adam"``,
+    ``"th.optim.Adam"``) into a ``torch.optim`` class, or ``"RMSpropTFLike"`` (also by its import path)
+    into SB3's ``RMSpropTFLike``, and ``features_extractor_class="FlattenExtractor"`` into one of SB3's
+    feature extractors (:data:`CLASS_KEYS`). A name under any other key is refused (the zoo's ``eval``
+    would fail on it too), so ``ortho_init=false`` is an error rather than the true string ``'false'``.
 
     A string is first read as the zoo writes ``policy_kwargs``, e.g.
     ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU)"``, by :func:`read_expression` (never ``eval``).
@@ -417,26 +428,77 @@ def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
     if not isinstance(policy_kwargs, dict):
         return policy_kwargs
     resolved = dict(policy_kwargs)
-    for key, module, base in (("activation_fn", nn, nn.Module), ("optimizer_class", optim, optim.Optimizer)):
-        name = resolved.get(key)
-        if not isinstance(name, str):
-            continue
-        if key == "optimizer_class" and name in (*OPTIMIZERS, *OPTIMIZERS.values()):
-            path = OPTIMIZERS.get(name, name)
-            resolved[key] = getattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2])
-            continue
-        short = name
-        for prefix in ("torch.", "th.", f"{module.__name__.rpartition('.')[2]}."):
-            short = short.removeprefix(prefix)
-        value = getattr(module, short, None)
-        if not (isinstance(value, type) and issubclass(value, base)):
-            raise ValueError(f"policy_kwargs: {key} {name!r} is not a {module.__name__} class")
-        resolved[key] = value
+    for key, value in resolved.items():
+        if key in CLASS_KEYS and isinstance(value, str):
+            resolved[key] = _class(key, value)
+        else:
+            _refuse_names(key, value)
     return resolved
+
+
+#: The ``policy_kwargs`` keys that take a class, which a preset or a command line gives by name.
+CLASS_KEYS = ("activation_fn", "optimizer_class", "features_extractor_class")
+
+
+def _class(key: str, name: str) -> type:
+    """The class ``name`` gives for ``key``: an activation of ``torch.nn``, an optimizer of ``torch.optim``
+    (or SB3's ``RMSpropTFLike``), or an SB3 features extractor, by its short name, with a module prefix
+    (``nn.``, ``th.nn.``, ``torch.nn.``) or by its full path."""
+    if key == "optimizer_class" and name in (*OPTIMIZERS, *OPTIMIZERS.values()):
+        path = OPTIMIZERS.get(name, name)
+        return getattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2])
+    from stable_baselines3.common import torch_layers
+
+    module, base, home, what = {
+        "activation_fn": (
+            nn,
+            nn.Module,
+            "torch.nn.modules.activation",
+            "an activation class of torch.nn (e.g. nn.ReLU)",
+        ),
+        "optimizer_class": (optim, optim.Optimizer, "torch.optim", "a torch.optim class"),
+        "features_extractor_class": (
+            torch_layers,
+            torch_layers.BaseFeaturesExtractor,
+            torch_layers.__name__,
+            "a features extractor of stable_baselines3.common.torch_layers (e.g. FlattenExtractor)",
+        ),
+    }[key]
+    prefix, _, short = name.rpartition(".")
+    value = getattr(module, short, None)
+    short_module = module.__name__.rpartition(".")[2]
+    prefixes = {"", short_module, f"th.{short_module}", module.__name__}
+    if isinstance(value, type):
+        prefixes |= {value.__module__, value.__module__.replace("torch.", "th.", 1)}
+    if (
+        prefix not in prefixes
+        or not isinstance(value, type)
+        or not issubclass(value, base)
+        or not value.__module__.startswith(home)
+    ):
+        raise ValueError(f"policy_kwargs: {key} {name!r} is not {what}")
+    return value
+
+
+def _refuse_names(key: str, value: Any) -> None:
+    """Raise ``ValueError`` if ``value`` holds a :class:`ClassName` (outside :data:`CLASS_KEYS`)."""
+    if isinstance(value, ClassName):
+        raise ValueError(
+            f"policy_kwargs: {key}: the name {str(value)!r} is not a value; only "
+            f"{', '.join(CLASS_KEYS[:-1])} and {CLASS_KEYS[-1]} take class names (write text in quotes, "
+            "True/False/None as such)"
+        )
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    for item in items:
+        _refuse_names(key, item)
 
 
 #: What :func:`read_expression` accepts, as its errors say.
 _ALLOWED = "(only constants, lists, tuples, dicts, dict(key=value, ...) and class names such as nn.ReLU)"
+
+
+class ClassName(str):
+    """A name in a zoo expression (``nn.ReLU``, ``RMSpropTFLike``): a class to resolve, never a value."""
 
 
 def read_expression(text: str) -> Any:
@@ -505,7 +567,7 @@ def _expression_value(node: ast.expr) -> Any:
         return {keyword.arg: _expression_value(keyword.value) for keyword in node.keywords}
     name = _dotted_name(node)
     if name is not None:
-        return name
+        return ClassName(name)
     kinds: list[tuple[type | tuple[type, ...], str]] = [
         (ast.Call, "the call"),
         (ast.Attribute, "attribute access"),
