@@ -1145,6 +1145,21 @@ class ACER(BaseAlgorithm):
         saved ``policy_kwargs`` without reading them (for classes this process cannot import).
         """
         del force_reset
+        # A file that fails to load leaves the global generators and torch's thread count as they were
+        # (building the model applies the saved num_procs and seed before the tensors are checked).
+        with _global_state_restored_on_error():
+            return cls._load(path, env, device, custom_objects, print_system_info, **kwargs)
+
+    @classmethod
+    def _load(
+        cls: type[SelfACER],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None,
+        device: th.device | str,
+        custom_objects: dict[str, Any] | None,
+        print_system_info: bool,
+        **kwargs: Any,
+    ) -> SelfACER:
         data, tensors = read_model_file(path, device="cpu")
         if print_system_info:
             print("Saved with:", data.get("versions"))
@@ -1247,39 +1262,43 @@ class ACER(BaseAlgorithm):
             model.env = env
             model.n_envs = env.num_envs
             model._vec_normalize_env = unwrap_vec_normalize(env)
-        # A file that fails to load leaves the global generators and thread count as they were.
-        with _global_state_restored_on_error():
+        try:
             model._setup_model()
+        except AssertionError as error:  # SB3's networks assert what they need, e.g. NatureCNN images
+            raise ValueError(
+                f"load: the policy cannot be built for the saved observation space {observation_space}: "
+                f"{error}"
+            ) from None
+        try:
+            model.set_parameters(tensors, exact_match=True)
+        except (RuntimeError, ValueError) as error:
+            raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
+        try:
+            model.num_timesteps = int(data.get("num_timesteps", 0))
+            model._total_timesteps = int(data.get("total_timesteps", 0))
+            model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
+            model._n_updates = int(data.get("n_updates", 0))
+            model._n_replay_updates = int(data.get("n_replay_updates", 0))
+            model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
+        except (ValueError, TypeError) as error:
+            raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
+        if replay_buffer is not None and model.replay_ratio > 0:
             try:
-                model.set_parameters(tensors, exact_match=True)
-            except (RuntimeError, ValueError) as error:
-                raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
+                model._install_replay_buffer(replay_buffer)
+            except ValueError as error:
+                raise ValueError(
+                    f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an "
+                    "empty replay memory"
+                ) from error
+        if overrides.get("seed") is not None:
+            # A seed given to load starts fresh streams from it rather than continuing the saved ones.
+            model.set_random_seed(overrides["seed"])
+        elif rng_states is not None:
             try:
-                model.num_timesteps = int(data.get("num_timesteps", 0))
-                model._total_timesteps = int(data.get("total_timesteps", 0))
-                model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
-                model._n_updates = int(data.get("n_updates", 0))
-                model._n_replay_updates = int(data.get("n_replay_updates", 0))
-                model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
-            except (ValueError, TypeError) as error:
-                raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
-            if replay_buffer is not None and model.replay_ratio > 0:
-                try:
-                    model._install_replay_buffer(replay_buffer)
-                except ValueError as error:
-                    raise ValueError(
-                        f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an "
-                        "empty replay memory"
-                    ) from error
-            if overrides.get("seed") is not None:
-                # A seed given to load starts fresh streams from it rather than continuing the saved ones.
-                model.set_random_seed(overrides["seed"])
-            elif rng_states is not None:
-                try:
-                    set_global_rng_states(rng_states)
-                except ValueError as error:
-                    raise ModelFileError(f"{path}: {error}") from error
-                model._replay_rng = replay_rng  # type: ignore[assignment]
+                set_global_rng_states(rng_states)
+            except ValueError as error:
+                raise ModelFileError(f"{path}: {error}") from error
+            model._replay_rng = replay_rng  # type: ignore[assignment]
         return model
 
 

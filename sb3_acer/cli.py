@@ -748,26 +748,41 @@ def _run_lock(run_dir: pathlib.Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
+    path = run_dir / LOCK_NAME
     try:
         created = _make_folders(run_dir)
-        lock = open(run_dir / LOCK_NAME, "a")  # noqa: SIM115 - held for the whole run
     except OSError as error:
         raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
+    lock = None
     try:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise CLIError(
-                f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another "
-                "--seed or --log-folder"
-            ) from None
+        # A run ending removes the file: one that opened it just before may lock the removed file, so the
+        # lock counts only if the locked file is still the one the path names; otherwise open it again.
+        for _ in range(100):
+            try:
+                lock = open(path, "a")  # noqa: SIM115 - held for the whole run
+            except OSError as error:
+                raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise CLIError(
+                    f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another "
+                    "--seed or --log-folder"
+                ) from None
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.samestat(os.fstat(lock.fileno()), os.stat(path)):
+                    break
+            lock.close()
+        else:  # pragma: no cover - the file replaced a hundred times in a row
+            raise CLIError(f"cannot lock the run folder {run_dir}: its lock file keeps being replaced")
         try:
             yield
         finally:
             with contextlib.suppress(OSError):
                 (run_dir / LOCK_NAME).unlink()
     finally:
-        lock.close()
+        if lock is not None:
+            lock.close()
         for folder in created:  # a run that did not start leaves no empty folder behind
             with contextlib.suppress(OSError):
                 folder.rmdir()

@@ -1072,7 +1072,7 @@ def test_a_second_train_into_the_same_run_folder_stops_while_the_first_runs(
 ) -> None:
     # Two runs of the same env and seed (a shell loop that forgot --seed) started together both pass the
     # checks; the second to reach the run folder finds it locked by the first and stops, changing nothing.
-    import fcntl
+    fcntl = pytest.importorskip("fcntl")  # POSIX: elsewhere runs are not locked
 
     assert train(capsys, tmp_path)[0] == 0
     run_dir = tmp_path / "CartPole-v1_0"
@@ -1428,3 +1428,33 @@ def test_lin_learning_rate_with_an_explicit_exponent_sign_on_the_command_line() 
     settings = settings_of("CartPole-v1", "--hyperparams", "learning_rate=lin_1e+3")
     assert settings.hyperparameters["learning_rate"] == 1000.0
     assert settings.hyperparameters["lr_schedule"] == "linear"
+
+
+def test_the_run_lock_is_held_by_one_run_at_a_time_even_as_the_lock_file_is_replaced(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run B opened the lock file just before run A, ending, removed it; B then locks that removed file,
+    # while run C has created and locked a new one. B must see that its file is no longer the lock, take
+    # the path's file instead, find it held by C, and stop.
+    fcntl = pytest.importorskip("fcntl")
+    run_dir = tmp_path / "run"
+    lock_path = run_dir / sb3_acer.cli.LOCK_NAME
+    run_dir.mkdir()
+    with sb3_acer.cli._run_lock(run_dir):  # run A
+        orphan = open(lock_path)  # noqa: SIM115 - B's early open
+    assert not lock_path.exists()
+    with open(lock_path, "w") as run_c:
+        fcntl.flock(run_c, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        opened = []
+
+        def open_as_b(path: Any, *args: Any, **kwargs: Any) -> Any:
+            opened.append(path)
+            return orphan if len(opened) == 1 else open(path, *args, **kwargs)
+
+        monkeypatch.setattr(sb3_acer.cli, "open", open_as_b, raising=False)
+        stopped = pytest.raises(
+            sb3_acer.cli.CLIError, match=f"another sb3-acer train is writing to {run_dir}"
+        )
+        with stopped, sb3_acer.cli._run_lock(run_dir):
+            pytest.fail("run B got the lock while run C holds it")
+    assert orphan.closed

@@ -712,3 +712,20 @@ def test_load_with_a_seed_reseeds_instead_of_restoring_the_saved_streams(
     assert seeded[1] != seeded[2] and restored[0] not in seeded.values()
     assert draws(ACER.load(path, seed=1)) == seeded[1]
     assert ACER.load(path, seed=1).seed == 1
+
+
+def test_a_load_that_fails_leaves_the_thread_count_and_generators_as_they_were(
+    tmp_path: pathlib.Path,
+) -> None:
+    threads = th.get_num_threads()
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, num_procs=threads + 1).save(tmp_path / "m")
+    th.set_num_threads(threads)
+    numpy_state, torch_state = np.random.get_state()[1].copy(), th.get_rng_state()  # type: ignore[index]
+    with pytest.raises(ModelFileError, match="the saved tensors do not fit the model"):
+        ACER.load(tmp_path / "m.zip", custom_objects={"policy_kwargs": dict(net_arch=[8])})
+    assert th.get_num_threads() == threads  # the saved num_procs was not left applied
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)  # type: ignore[index]
+    assert th.equal(th.get_rng_state(), torch_state)
+    with pytest.raises(ValueError, match=r"the policy cannot be built for the saved observation space Box"):
+        ACER.load(tmp_path / "m.zip", policy="CnnPolicy")  # SB3's NatureCNN asserts it gets images
+    assert th.get_num_threads() == threads
