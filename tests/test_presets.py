@@ -657,6 +657,9 @@ def test_names_resolve_only_where_a_class_is_meant() -> None:
     # A module's full path names the same class; a Module that is not an activation is refused.
     full = resolve_policy_kwargs("dict(activation_fn=torch.nn.modules.activation.ReLU)")
     assert full["activation_fn"] is nn.ReLU
+    partial = resolve_policy_kwargs("dict(activation_fn=nn.modules.activation.ReLU)")
+    assert partial["activation_fn"] is nn.ReLU
+    assert resolve_policy_kwargs("dict(activation_fn=nn.Identity)")["activation_fn"] is nn.Identity
     with pytest.raises(ValueError) as error:
         resolve_policy_kwargs("dict(activation_fn=nn.Module)")
     assert str(error.value) == (

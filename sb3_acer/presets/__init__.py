@@ -469,12 +469,13 @@ def _class(key: str, name: str) -> type:
     short_module = module.__name__.rpartition(".")[2]
     prefixes = {"", short_module, f"th.{short_module}", module.__name__}
     if isinstance(value, type):
-        prefixes |= {value.__module__, value.__module__.replace("torch.", "th.", 1)}
+        full = value.__module__
+        prefixes |= {full, full.replace("torch.", "th.", 1), full.removeprefix("torch.")}
     if (
         prefix not in prefixes
         or not isinstance(value, type)
         or not issubclass(value, base)
-        or not value.__module__.startswith(home)
+        or not (value.__module__.startswith(home) or value is nn.Identity)  # Identity: linear layers
     ):
         raise ValueError(f"policy_kwargs: {key} {name!r} is not {what}")
     return value
