@@ -397,6 +397,18 @@ class ACER(BaseAlgorithm):
 
     # ------------------------------------------------------------------ set-up
 
+    @classmethod
+    def check_settings(
+        cls, policy: str | type[ACERPolicy] | type[RecurrentACERPolicy], **kwargs: Any
+    ) -> None:
+        """Raise ``ValueError`` (or ``TypeError``) naming the first setting the constructor would refuse,
+        without an environment and without building anything; torch's thread count is left as it is."""
+        threads = th.get_num_threads()
+        try:
+            cls(policy, None, _init_setup_model=False, **kwargs)
+        finally:
+            th.set_num_threads(threads)
+
     @staticmethod
     def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
         if not isinstance(action_space, spaces.Discrete):

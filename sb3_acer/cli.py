@@ -466,12 +466,7 @@ def _check_preset_values(preset: Preset) -> None:
     """The preset's own settings, checked as ACER checks them (without an env), so that a value it refuses
     is reported as the preset file's, not as the command's."""
     try:
-        ACER(
-            preset.policy,
-            None,
-            _init_setup_model=False,
-            **{**preset.hyperparameters, "num_procs": None, "verbose": 0},
-        )
+        ACER.check_settings(preset.policy, **{**preset.hyperparameters, "verbose": 0})
     except (ValueError, TypeError) as error:
         label = repr(preset.entry) + (f" (for {preset.env_id})" if preset.entry != preset.env_id else "")
         raise UsageError(f"preset {label} in {PRESET_FILE}: {_one_line(error)}") from None

@@ -157,7 +157,7 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_p
         if getattr(args, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must be 0 ({meaning}) or positive")
     ale_game_name(args.env)
-    ACER(POLICIES[args.policy], None, _init_setup_model=False, **_acer_settings(args))
+    ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
     if logdir is not None:
         check_can_create(logdir, "--logdir", folder=True)
     final = save_path if save_path.suffix else save_path.with_suffix(".zip")

@@ -1316,6 +1316,22 @@ def test_lin_learning_rate_on_the_command_line() -> None:
     assert settings.hyperparameters["lr_schedule"] == "linear"  # over the preset's own schedule
 
 
+def train_pong(capsys: pytest.CaptureFixture[str], logs: pathlib.Path) -> tuple[int, str, str]:
+    """A 40-step ``train`` of Pong on 2 envs (the Atari settings, the preset file as patched)."""
+    return run(
+        capsys,
+        "train",
+        "PongNoFrameskip-v4",
+        "--n-envs",
+        "2",
+        "--timesteps",
+        "40",
+        "--no-progress-bar",
+        "--log-folder",
+        str(logs),
+    )
+
+
 ZOO_ATARI = {
     "env_wrapper": [ATARI_WRAPPER],
     "frame_stack": 4,
@@ -1344,18 +1360,7 @@ def test_the_atari_entry_applies_to_atari_games_without_their_own(
         "PongNoFrameskip-v4, over SB2 run_atari's settings (AtariWrapper, 4-frame stack, CnnPolicy, "
         "lr_schedule constant)."
     )
-    code, out, err = run(
-        capsys,
-        "train",
-        "PongNoFrameskip-v4",
-        "--n-envs",
-        "2",
-        "--timesteps",
-        "40",
-        "--no-progress-bar",
-        "--log-folder",
-        str(tmp_path),
-    )
+    code, out, err = train_pong(capsys, tmp_path)
     assert code == 0, err
     assert out.startswith(settings.source)
     model = ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip")
@@ -1384,18 +1389,7 @@ def test_atari_entry_settings_the_cli_cannot_follow_are_one_line_errors(
 ) -> None:
     pytest.importorskip("ale_py")
     use_presets(monkeypatch, {"atari": {**ZOO_ATARI, **change}})
-    code, out, err = run(
-        capsys,
-        "train",
-        "PongNoFrameskip-v4",
-        "--n-envs",
-        "2",
-        *FAST[2:],
-        "--timesteps",
-        "40",
-        "--log-folder",
-        str(tmp_path),
-    )
+    code, out, err = train_pong(capsys, tmp_path)
     expected = f"preset 'atari' (for PongNoFrameskip-v4) in sb3_acer/presets/acer.yml: {message}"
     assert_one_line_error(code, err, 2, expected)
     assert err == f"error: {expected}\n"
