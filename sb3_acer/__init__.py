@@ -1,17 +1,41 @@
-"""sb3-acer: ACER (Actor-Critic with Experience Replay) for Stable-Baselines3."""
+"""sb3-acer: ACER (Actor-Critic with Experience Replay) for Stable-Baselines3.
 
-from sb3_acer.acer import ACER, UnsupportedSpaceError
-from sb3_acer.policies import (
-    CnnLnLstmPolicy,
-    CnnLstmPolicy,
-    CnnPolicy,
-    MlpLnLstmPolicy,
-    MlpLstmPolicy,
-    MlpPolicy,
-    RecurrentACERPolicy,
-)
+The names below are imported on first use (PEP 562), so that ``import sb3_acer`` does not load torch: the
+``sb3-acer`` command (:mod:`sb3_acer.entry`) can then answer a Ctrl-C pressed while torch loads with one
+line, as it does later.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sb3_acer.acer import ACER, UnsupportedSpaceError
+    from sb3_acer.policies import (
+        CnnLnLstmPolicy,
+        CnnLstmPolicy,
+        CnnPolicy,
+        MlpLnLstmPolicy,
+        MlpLstmPolicy,
+        MlpPolicy,
+        RecurrentACERPolicy,
+    )
 
 __version__ = "0.1.0"
+
+#: Where each public name is defined.
+_MODULE_OF = {
+    "ACER": "sb3_acer.acer",
+    "UnsupportedSpaceError": "sb3_acer.acer",
+    "CnnLnLstmPolicy": "sb3_acer.policies",
+    "CnnLstmPolicy": "sb3_acer.policies",
+    "CnnPolicy": "sb3_acer.policies",
+    "MlpLnLstmPolicy": "sb3_acer.policies",
+    "MlpLstmPolicy": "sb3_acer.policies",
+    "MlpPolicy": "sb3_acer.policies",
+    "RecurrentACERPolicy": "sb3_acer.policies",
+}
 
 __all__ = [
     "ACER",
@@ -25,3 +49,16 @@ __all__ = [
     "UnsupportedSpaceError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sb3_acer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,6 +3,7 @@ plot, the help texts, and the one-line errors."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import json
 import os
@@ -20,6 +21,7 @@ from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
 
+import sb3_acer
 import sb3_acer.cli
 from sb3_acer import ACER
 from sb3_acer.cli import learning_curves, main, parse_hyperparams
@@ -153,6 +155,50 @@ def test_console_entry_exits_with_the_code(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr == "error: no model file 'model.zip'\n"
+
+
+# Sends the process SIGINT when torch starts loading, as a Ctrl-C pressed while the command starts would.
+INTERRUPT_WHILE_TORCH_LOADS = """
+import os, signal, sys
+
+class InterruptOnTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnTorch())
+sys.argv = ["sb3-acer", "--version"]
+from sb3_acer.entry import main
+raise SystemExit(main())
+"""
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_WHILE_TORCH_LOADS],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stderr) == (130, "interrupted\n")
+
+
+def test_the_package_loads_torch_on_first_use() -> None:
+    script = (
+        "import sys, sb3_acer; before = 'torch' in sys.modules; acer = sb3_acer.ACER; "
+        "from sb3_acer.acer import ACER; print(before, 'torch' in sys.modules, acer is ACER)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout == "False True True\n", result.stderr
+    with pytest.raises(AttributeError, match="module 'sb3_acer' has no attribute 'Nope'"):
+        sb3_acer.Nope  # noqa: B018
+
+
+def test_console_script_is_the_entry_point() -> None:
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="sb3-acer")
+    assert script.value == "sb3_acer.entry:main"
 
 
 # ---------------------------------------------------------------------------------------------- parsing
