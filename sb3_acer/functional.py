@@ -260,7 +260,7 @@ def _retrace_numpy(
     truncated: np.ndarray | None,
     truncation_values: np.ndarray | None,
 ) -> np.ndarray:
-    """The recursion of :func:`retrace_targets` in NumPy, in float64.
+    """The recursion of :func:`retrace_targets` in NumPy, in float64 (inputs are converted first).
 
     Substituting ``carry`` makes each target affine in the next one, ``Q_ret_t = a_t + b_t * Q_ret_{t+1}``,
     with everything but the recursion computed at once::
@@ -272,6 +272,11 @@ def _retrace_numpy(
 
     so the sequential part is one multiply-add per step.
     """
+    rewards, q_i, values, rho_bar = (
+        x.astype(np.float64, copy=False) for x in (rewards, q_i, values, rho_bar)
+    )
+    if truncation_values is not None:
+        truncation_values = truncation_values.astype(np.float64, copy=False)
     n_steps = rewards.shape[0]
     discount = gamma * (1.0 - terminated.astype(np.float64))
     next_value = np.empty(rewards.shape, dtype=np.float64)

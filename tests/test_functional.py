@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch as th
 
@@ -252,6 +253,24 @@ def test_retrace_matches_oracle_with_truncation(n_steps, n_batch, gamma):
     q_ret = F.retrace_targets(gamma=gamma, **inputs)
     _close(q_ret, _oracle_from(inputs, gamma, with_truncation=True))
     assert q_ret[0, 0].item() == inputs["rewards"][0, 0].item()
+
+
+def test_retrace_numpy_path_computes_float32_inputs_in_float64():
+    inputs = _retrace_inputs(9, 20, 4, p_term=0.15, p_trunc=0.15)
+    scaled = {k: v * 100 if v.dtype == th.float32 else v for k, v in inputs.items()}
+    as_float32 = {
+        k: v.to(th.float32).numpy() if v.is_floating_point() else v.numpy() for k, v in scaled.items()
+    }
+    q_ret = F._retrace_numpy(gamma=0.99, **as_float32)
+    oracle = oracle_retrace(
+        *(as_float32[k].astype(np.float64).tolist() for k in ("rewards", "q_i", "values", "rho_bar")),
+        as_float32["terminated"].tolist(),
+        0.99,
+        as_float32["truncated"].tolist(),
+        as_float32["truncation_values"].astype(np.float64).tolist(),
+    )
+    assert q_ret.dtype == np.float64
+    np.testing.assert_allclose(q_ret, oracle, rtol=1e-13, atol=1e-11)
 
 
 def test_retrace_splitting_at_termination_gives_the_same_targets():
