@@ -78,6 +78,8 @@ SelfACER = TypeVar("SelfACER", bound="ACER")
 
 #: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
 OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
+#: Most torch threads ``num_procs`` may ask for (``torch.set_num_threads(10**6)`` kills the process).
+MAX_NUM_PROCS = 1024
 
 #: Constructor arguments saved in the model file, in the documented order.
 HYPERPARAMETERS = (
@@ -191,8 +193,11 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
     if not is_number(q_lr_ratio) or not np.isfinite(q_lr_ratio) or not q_lr_ratio > 0:
         fail("q_lr_ratio", "must be a positive number")
     num_procs = params["num_procs"]
-    if num_procs is not None and (not isinstance(num_procs, int | np.integer) or num_procs <= 0):
-        fail("num_procs", "must be a positive integer or None")
+    if num_procs is not None and (
+        not isinstance(num_procs, int | np.integer) or not 0 < num_procs <= MAX_NUM_PROCS
+    ):
+        # torch.set_num_threads of a huge number kills the process (segmentation fault).
+        fail("num_procs", f"must be a positive integer at most {MAX_NUM_PROCS}, or None")
     check_seed(params.get("seed"))
     device = params.get("device", "auto")
     if not isinstance(device, th.device) and device != "auto":
@@ -243,7 +248,8 @@ class ACER(BaseAlgorithm):
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
-        num_procs: number of torch threads (``torch.set_num_threads``); ``None`` leaves torch's setting.
+        num_procs: number of torch threads (``torch.set_num_threads``); ``None`` leaves torch's setting; at most
+            1024.
         q_coef: weight of the critic (Q) loss.
         ent_coef: weight of the entropy bonus (a mean over states, inside the trust-region projection).
             Like ``delta`` it is in the units of the rewards, since the advantages it is weighed against
@@ -473,11 +479,7 @@ class ACER(BaseAlgorithm):
         files written before ``q_lr_ratio`` existed hold."""
         params: Any = self.policy.parameters()
         if split_q:
-            q_ids = {id(p) for p in q_only_parameters(self.policy)}
-            params = [
-                {"params": [p for p in self.policy.parameters() if id(p) not in q_ids]},
-                {"params": [p for p in self.policy.parameters() if id(p) in q_ids]},
-            ]
+            params = [{"params": group} for group in self._parameter_groups(split_q=True)]
         optimizer_class = self.policy_kwargs.get("optimizer_class")
         if optimizer_class is None:
             return FastRMSpropTFLike(
@@ -488,6 +490,16 @@ class ACER(BaseAlgorithm):
             lr=self.current_learning_rate(),
             **(self.policy_kwargs.get("optimizer_kwargs") or {}),
         )
+
+    def _parameter_groups(self, split_q: bool) -> list[list[th.nn.Parameter]]:
+        """The policy's parameters as :meth:`_make_optimizer` groups them."""
+        if not split_q:
+            return [list(self.policy.parameters())]
+        q_ids = {id(p) for p in q_only_parameters(self.policy)}
+        return [
+            [p for p in self.policy.parameters() if id(p) not in q_ids],
+            [p for p in self.policy.parameters() if id(p) in q_ids],
+        ]
 
     def _set_learning_rate(self, learning_rate: float) -> None:
         """Give every parameter group its step: the critic's own group (the second, if any) takes
@@ -960,11 +972,13 @@ class ACER(BaseAlgorithm):
                 raise RuntimeError(f"{name}: unexpected key(s) {sorted(extra)}")
             if exact_match and missing:
                 raise RuntimeError(f"{name}: missing key(s) {sorted(missing)} (exact_match=True)")
-            for key, tensor in state.items():
-                if tuple(own[key].shape) != tuple(th.as_tensor(tensor).shape):
+            for key, value in state.items():
+                tensor = _as_tensor(value, f"{name}.{key}")
+                if tuple(own[key].shape) != tuple(tensor.shape):
                     raise RuntimeError(
-                        f"{name}.{key}: shape {tuple(th.as_tensor(tensor).shape)} != {tuple(own[key].shape)}"
+                        f"{name}.{key}: shape {tuple(tensor.shape)} != {tuple(own[key].shape)}"
                     )
+                _check_finite(tensor, f"{name}.{key}")
         backup = self.get_parameters()
         try:
             for name, state in params.items():
@@ -1000,6 +1014,24 @@ class ACER(BaseAlgorithm):
                 f"optimizer: the saved state is an optimizer state with settings {unknown} unknown to this "
                 f"model's {type(self.optimizer).__name__}: another optimizer's state cannot be loaded"
             )
+        # torch pairs the saved parameter ids in order with the parameters of the saved grouping (after its
+        # check that the groups have the same sizes); a per-parameter tensor must have its parameter's
+        # shape, or the next step fails.
+        saved_ids = [index for group in groups for index in group.get("params", [])]
+        parameters = [p for group in self._parameter_groups(split_q=len(groups) == 2) for p in group]
+        shapes = dict(zip(saved_ids, (tuple(p.shape) for p in parameters), strict=False))
+        for index, entries in state["state"].items():
+            if not isinstance(entries, dict):
+                raise ValueError(f"optimizer: the state of parameter {index} is not a dict")
+            for key, value in entries.items():
+                if not isinstance(value, th.Tensor):
+                    continue
+                _check_finite(value, f"optimizer: state {index}.{key}")
+                if value.dim() > 0 and index in shapes and tuple(value.shape) != shapes[index]:
+                    raise ValueError(
+                        f"optimizer: state {index}.{key} has shape {tuple(value.shape)}, its parameter "
+                        f"{shapes[index]}"
+                    )
 
     def _policy_class_name(self) -> str:
         for alias, cls in self.policy_aliases.items():
@@ -1201,6 +1233,8 @@ class ACER(BaseAlgorithm):
             observation_space = space_from_json(data["observation_space"])
             action_space = space_from_json(data["action_space"])
             policy_name = data["policy_class"]
+            if not isinstance(policy_name, str):
+                raise ModelFileError(f"{path}: data.json's policy_class must be a name, not {policy_name!r}")
         except KeyError as error:
             raise ModelFileError(f"{path}: data.json lacks the entry {error}") from error
         except ModelFileError:
@@ -1262,7 +1296,10 @@ class ACER(BaseAlgorithm):
             raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
         model.observation_space = observation_space
         model.action_space = action_space
-        model.n_envs = int(data.get("n_envs", 1))
+        n_envs = data.get("n_envs", 1)
+        if not isinstance(n_envs, int) or isinstance(n_envs, bool) or n_envs <= 0:
+            raise ModelFileError(f"{path}: data.json's n_envs must be a positive integer, not {n_envs!r}")
+        model.n_envs = n_envs
         if env is not None:
             env = model._wrap_env(env, model.verbose)
             try:
@@ -1280,6 +1317,10 @@ class ACER(BaseAlgorithm):
             raise ValueError(
                 f"load: the policy cannot be built for the saved observation space {observation_space}: "
                 f"{error}"
+            ) from None
+        except (RuntimeError, MemoryError) as error:  # e.g. Discrete(10**12) actions: out of memory
+            raise ModelFileError(
+                f"{path}: the policy cannot be built from the saved settings: {' '.join(str(error).split())}"
             ) from None
         try:
             model.set_parameters(tensors, exact_match=True)
@@ -1312,6 +1353,20 @@ class ACER(BaseAlgorithm):
                 raise ModelFileError(f"{path}: {error}") from error
             model._replay_rng = replay_rng  # type: ignore[assignment]
         return model
+
+
+def _as_tensor(value: Any, name: str) -> th.Tensor:
+    """``value`` as a tensor (a model file's entries may hold other things torch can read safely)."""
+    try:
+        return th.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name}: not a tensor ({type(value).__name__})") from None
+
+
+def _check_finite(tensor: th.Tensor, name: str) -> None:
+    """Raise ``ValueError`` if the floating ``tensor`` holds NaN or inf (a policy that cannot act)."""
+    if tensor.is_floating_point() and not bool(th.isfinite(tensor).all()):
+        raise ValueError(f"{name}: holds non-finite values (NaN or inf)")
 
 
 def _keyword_check(cls: type, given: dict[str, Any], positional: set[str]) -> tuple[set[str], set[str]]:

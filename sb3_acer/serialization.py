@@ -311,7 +311,7 @@ def read_model_file(
                 raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
             try:
                 data = json.loads(archive.read(DATA_ENTRY))
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
                 raise ModelFileError(f"{path_or_file}: {DATA_ENTRY} is corrupt: {error}") from error
             if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
                 raise ModelFileError(

@@ -601,6 +601,16 @@ def _tamper(data: dict[str, Any], change: str) -> None:
         data["action_space"]["n"] = 0
     elif change == "counter that is not a number":
         data["num_timesteps"] = "abc"
+    elif change == "n_envs that is not a number":
+        data["n_envs"] = "abc"
+    elif change == "n_envs of zero":
+        data["n_envs"] = 0
+    elif change == "policy class that is not a name":
+        data["policy_class"] = 5
+    elif change == "num_procs of a million":  # torch.set_num_threads(10**6) kills the process
+        data["hyperparameters"]["num_procs"] = 10**6
+    elif change == "action space too large to build":
+        data["action_space"]["n"] = 10**12
 
 
 @pytest.mark.parametrize(
@@ -614,6 +624,11 @@ def _tamper(data: dict[str, Any], change: str) -> None:
         ("Box shape that does not fit its bounds", "data.json is invalid"),
         ("Discrete with n=0", "data.json is invalid"),
         ("counter that is not a number", "data.json holds an invalid counter"),
+        ("n_envs that is not a number", "data.json's n_envs must be a positive integer, not 'abc'"),
+        ("n_envs of zero", "data.json's n_envs must be a positive integer, not 0"),
+        ("policy class that is not a name", "data.json's policy_class must be a name, not 5"),
+        ("num_procs of a million", "the saved settings are invalid: num_procs must be .* at most 1024"),
+        ("action space too large to build", "the policy cannot be built from the saved settings: .*allocate"),
     ],
 )
 def test_every_tampered_model_file_raises_model_file_error(
@@ -728,4 +743,84 @@ def test_a_load_that_fails_leaves_the_thread_count_and_generators_as_they_were(
     assert th.equal(th.get_rng_state(), torch_state)
     with pytest.raises(ValueError, match=r"the policy cannot be built for the saved observation space Box"):
         ACER.load(tmp_path / "m.zip", policy="CnnPolicy")  # SB3's NatureCNN asserts it gets images
+    assert th.get_num_threads() == threads
+
+
+# ---------------------------------------------------------------------- found by review (stop 40)
+
+
+def test_deeply_nested_data_json_raises_model_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    rewrite_entry(path, tmp_path / "bad.zip", "data.json", b"[" * 100_000)
+    with pytest.raises(ModelFileError, match=r"data\.json is corrupt"):
+        ACER.load(tmp_path / "bad.zip")
+
+
+def test_a_tensor_entry_holding_text_raises_model_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    model, path = trained
+    state: dict[str, Any] = dict(model.policy.state_dict())
+    state["action_net.bias"] = "abc"
+    buffer = io.BytesIO()
+    th.save(state, buffer)
+    rewrite_entry(path, tmp_path / "bad.zip", "policy.pth", buffer.getvalue())
+    with pytest.raises(ModelFileError, match=r"policy\.action_net\.bias: not a tensor \(str\)"):
+        ACER.load(tmp_path / "bad.zip")
+
+
+def test_non_finite_weights_are_refused_on_load_and_by_set_parameters(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    model, path = trained
+    state = {key: value.clone() for key, value in model.policy.state_dict().items()}
+    state["action_net.weight"][0, 0] = float("nan")
+    buffer = io.BytesIO()
+    th.save(state, buffer)
+    rewrite_entry(path, tmp_path / "nan.zip", "policy.pth", buffer.getvalue())
+    with pytest.raises(
+        ModelFileError, match=r"policy\.action_net\.weight: holds non-finite values \(NaN or inf\)"
+    ):
+        ACER.load(tmp_path / "nan.zip")
+
+    fresh = ACER("MlpPolicy", "CartPole-v1", seed=0)
+    params = fresh.get_parameters()
+    params["policy_avg"]["q_net.bias"][1] = float("inf")
+    before = all_tensors(fresh)
+    with pytest.raises(ValueError, match=r"policy_avg\.q_net\.bias: holds non-finite values"):
+        fresh.set_parameters(params)
+    assert_same_tensors(all_tensors(fresh), before)
+
+
+def test_optimizer_state_of_the_wrong_shape_is_refused_and_changes_nothing(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)
+    model.learn(20)
+    params = model.get_parameters()
+    (index, state), *_ = params["optimizer"]["state"].items()
+    name = next(key for key, value in state.items() if isinstance(value, th.Tensor) and value.dim() > 0)
+    state[name] = th.zeros(3)
+    before = all_tensors(model)
+    with pytest.raises(
+        ValueError, match=rf"optimizer: state {index}\.{name} has shape \(3,\), its parameter \("
+    ):
+        model.set_parameters(params)
+    assert_same_tensors(all_tensors(model), before)
+    model.learn(20)  # still trains
+
+    _, path = trained
+    buffer = io.BytesIO()
+    th.save(params["optimizer"], buffer)
+    rewrite_entry(path, tmp_path / "bad.zip", "optimizer.pth", buffer.getvalue())
+    with pytest.raises(ModelFileError, match="the saved tensors do not fit the model: optimizer: state"):
+        ACER.load(tmp_path / "bad.zip")
+
+
+def test_num_procs_above_the_limit_is_refused_before_anything_changes() -> None:
+    threads = th.get_num_threads()
+    with pytest.raises(ValueError, match="num_procs must be a positive integer at most 1024, or None"):
+        ACER("MlpPolicy", "CartPole-v1", num_procs=10**6)
     assert th.get_num_threads() == threads
