@@ -248,8 +248,8 @@ class ACER(BaseAlgorithm):
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
-        num_procs: number of torch threads (``torch.set_num_threads``); ``None`` leaves torch's setting; at most
-            1024.
+        num_procs: number of torch threads (``torch.set_num_threads``), at most 1024; ``None`` leaves
+            torch's setting.
         q_coef: weight of the critic (Q) loss.
         ent_coef: weight of the entropy bonus (a mean over states, inside the trust-region projection).
             Like ``delta`` it is in the units of the rewards, since the advantages it is weighed against
@@ -1269,6 +1269,7 @@ class ACER(BaseAlgorithm):
             ),
             None,
         )
+        policy_given = policy_class is not None
         if policy_class is None:
             policy_class = (
                 cls.policy_aliases[policy_name]
@@ -1314,7 +1315,8 @@ class ACER(BaseAlgorithm):
         try:
             model._setup_model()
         except AssertionError as error:  # SB3's networks assert what they need, e.g. NatureCNN images
-            raise ValueError(
+            # The caller's policy, or the file's own (then the file contradicts itself).
+            raise (ValueError if policy_given else ModelFileError)(
                 f"load: the policy cannot be built for the saved observation space {observation_space}: "
                 f"{error}"
             ) from None

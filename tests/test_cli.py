@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import types
+import zipfile
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -969,6 +970,17 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
         code, _, err = run(capsys, "enjoy", str(model))
         assert_one_line_error(code, err, 1, f"cannot read {statistics}: ")
         assert reason in err
+    with zipfile.ZipFile(model) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(entries["data.json"])
+    data["policy_class"] = "CnnPolicy"  # a file that contradicts itself: images expected, CartPole's vector
+    entries["data.json"] = json.dumps(data).encode()
+    contradicting = tmp_path / "contradicting.zip"
+    with zipfile.ZipFile(contradicting, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    code, _, err = run(capsys, "enjoy", str(contradicting), "--env", "CartPole-v1")
+    assert_one_line_error(code, err, 1, f"cannot load {contradicting}: load: the policy cannot be built")
     for device in ("meta", "xpu"):
         code, _, err = run(capsys, "enjoy", str(model), "--device", device)
         assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
