@@ -112,8 +112,9 @@ class FrameStackReplayBuffer(SlotReplay):
         self.episode_starts = np.zeros((slots, steps + 1, envs), dtype=bool)
         self.initial_h = np.zeros((slots, envs, self.state_size), dtype=np.float32)
         self.initial_c = np.zeros((slots, envs, self.state_size), dtype=np.float32)
-        # The whole x_0 of (slot, env) where the previous slot cannot supply its older frames.
-        self.heads: dict[tuple[int, int], np.ndarray] = {}
+        # The whole x_0 of (slot, env) where the previous slot cannot supply its older frames, and under
+        # (slot, env, t) the whole x_t of segments that are not one frame stream (see put).
+        self.heads: dict[tuple[int, ...], np.ndarray] = {}
         # x_T of the last segment put, to tell whether the next one continues it.
         self._last_tail: np.ndarray | None = None
         empty = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, *obs_shape), dtype=self.obs_dtype))
@@ -170,7 +171,9 @@ class FrameStackReplayBuffer(SlotReplay):
         """``[..., n_stack * c, H, W]`` -> ``[..., n_stack, c, H, W]`` (a view)."""
         return observations.reshape(*observations.shape[:-3], self.n_stack, *self.frame_shape)
 
-    def _check_frame_stacks(self, segment: Segment) -> None:
+    def _one_stream(self, segment: Segment) -> np.ndarray:
+        """``[E]``: whether env ``e``'s ``x_1 .. x_T`` each continue the frame stream (the previous
+        observation shifted by one frame, or zero-padded at an episode start), as VecFrameStack makes them."""
         frames = self._frames_of(segment.observations)  # [T + 1, E, S, c, H, W]
         # x_{t+1} less its newest frame is x_t less its oldest, or zeros where x_{t+1} starts an episode.
         next_older, newest = frames[1:, :, :-1], frames[:-1, :, 1:]
@@ -179,26 +182,33 @@ class FrameStackReplayBuffer(SlotReplay):
         padded = ~np.any(frames[:, :, :-1].reshape(*frames.shape[:2], -1), axis=-1)  # [T + 1, E]
         ok = np.where(starts[1:], padded[1:], continues)
         ok_first = ~starts[0] | padded[0]
-        if not (ok.all() and ok_first.all()):
-            bad = np.argwhere(~np.concatenate([ok_first[None], ok], axis=0))[0]
-            raise ValueError(
-                f"observation (t={bad[0]}, env={bad[1]}) is not a frame stack continuing the previous one "
-                "(or zero-padded at an episode start), as FrameStackReplayBuffer needs (VecFrameStack); "
-                "use SegmentReplayBuffer for this environment"
-            )
+        return np.all(ok, axis=0) & ok_first
 
     def put(self, segment: Segment) -> None:
         """Store a segment, overwriting the oldest when full.
 
+        An env whose observations are not one frame stream (the training env was stepped outside the
+        rollout: ``evaluate_policy`` on ``model.get_env()`` between two ``learn``, an ``EvalCallback`` given
+        the training env) has its ``x_1 .. x_T`` of this segment stored whole, under ``heads[(slot, env,
+        t)]``, with a warning: reads return them as they were, as ``SegmentReplayBuffer``'s do.
+
         Raises:
-            ValueError: if the segment's shape differs from the buffer's or its observations are not frame
-                stacks (each the previous one shifted by one frame, zero before an episode start).
+            ValueError: if the segment's shape or dtype differs from the buffer's.
         """
         self._check_segment(segment)
         observations = np.asarray(segment.observations)
         if observations.dtype != self.obs_dtype:
             raise ValueError(f"observations are {observations.dtype}, the buffer stores {self.obs_dtype}")
-        self._check_frame_stacks(segment)
+        one_stream = self._one_stream(segment)
+        if not one_stream.all():
+            warnings.warn(
+                f"the observations of env(s) {np.flatnonzero(~one_stream).tolist()} are not one frame stream "
+                "(x_t is not x_(t-1) shifted by one frame): was the training env stepped outside learn "
+                "(evaluate_policy on model.get_env(), an EvalCallback given the training env)? This "
+                "segment's observations are stored whole",
+                UserWarning,
+                stacklevel=2,
+            )
 
         idx = self.next_idx
         if self.num_in_buffer == self.capacity and self.capacity > 1:
@@ -209,6 +219,11 @@ class FrameStackReplayBuffer(SlotReplay):
                     self.heads[(successor, env)] = self._stack_at(idx, env, self.n_steps)
         for env in range(self.n_envs):
             self.heads.pop((idx, env), None)
+            for t in range(1, self.n_steps + 1):
+                self.heads.pop((idx, env, t), None)
+            if not one_stream[env]:
+                for t in range(1, self.n_steps + 1):
+                    self.heads[(idx, env, t)] = observations[t, env].copy()
             continues = (
                 self._last_tail is not None
                 and self.capacity > 1
@@ -247,6 +262,9 @@ class FrameStackReplayBuffer(SlotReplay):
         """Rebuild ``x_t`` (``0 <= t <= T``) of env ``env`` in ``slot``."""
         if t == 0:
             return self._first_observation(slot, env)
+        whole = self.heads.get((slot, env, t))
+        if whole is not None:
+            return whole
         stack = np.empty((self.n_stack, *self.frame_shape), dtype=self.obs_dtype)
         times = np.arange(t - self.n_stack + 1, t + 1)  # frame times u: x_u's newest frame
         first = self._frames_of(self._first_observation(slot, env)) if times[0] <= 0 else None
@@ -281,7 +299,12 @@ class FrameStackReplayBuffer(SlotReplay):
         last_start = np.maximum.accumulate(start_times, axis=0)  # [T + 1, E]
         frame_time = index - (n_stack - 1)  # [T + 1, S]
         out[frame_time[:, None, :] < last_start[:, :, None]] = 0
-        return out.reshape(n_steps + 1, self.n_envs, *self.obs_shape)
+        out = out.reshape(n_steps + 1, self.n_envs, *self.obs_shape)
+        for env_index, slot in enumerate(slots):
+            if (int(slot), env_index, 1) in self.heads:  # a segment kept whole (its frame stream broke)
+                for step in range(1, n_steps + 1):
+                    out[step, env_index] = self.heads[(int(slot), env_index, step)]
+        return out
 
     def get(self, slots: np.ndarray) -> Segment:
         """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``, rebuilding
@@ -301,17 +324,25 @@ def frame_stack_size(env: VecEnv | None) -> int | None:
     """Number of frames stacked along the first observation axis by ``env``, or ``None`` if unknown.
 
     Recognised: ``VecFrameStack`` (optionally under ``VecTransposeImage``, ``VecMonitor`` or
-    ``VecCheckNan``) and :class:`sb3_acer.atari.AtariVecEnv`.
+    ``VecCheckNan``) and :class:`sb3_acer.atari.AtariVecEnv`. A ``VecFrameStack`` stacks along the axis
+    of its frames' channels: the first if they are channel-first, the last otherwise, which a
+    ``VecTransposeImage`` above it moves to the first (SB3's Atari pipeline); channel-last frames with no
+    transpose above (a small RGB image SB3 takes for channel-first, a ``uint8`` Box that is no image) are
+    stacked along the last axis: ``None``.
     """
+    transposed = False
     while env is not None:
         if isinstance(env, VecFrameStack):
-            return int(env.stacked_obs.n_stack)
+            along_first = bool(env.stacked_obs.channels_first) != transposed
+            return int(env.stacked_obs.n_stack) if along_first else None
         if isinstance(env, _TRANSPARENT_WRAPPERS):
+            if isinstance(env, VecTransposeImage) and not env.skip:
+                transposed = not transposed
             env = env.venv
             continue
         if isinstance(env, VecEnvWrapper):
             return None
-        return env.n_stack if isinstance(env, AtariVecEnv) else None
+        return env.n_stack if isinstance(env, AtariVecEnv) and not transposed else None
     return None
 
 

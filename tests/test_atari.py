@@ -6,6 +6,8 @@ import dataclasses
 import os
 import pathlib
 import signal
+import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -16,12 +18,13 @@ from ale_py.vector_env import AtariVectorEnv
 from gymnasium import spaces
 from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecTransposeImage
 
 from sb3_acer import ACER
 from sb3_acer.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
 from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.frame_buffer import FrameStackReplayBuffer, make_replay_buffer
+from sb3_acer.frame_buffer import FrameStackReplayBuffer, frame_stack_size, make_replay_buffer
 from sb3_acer.rollout import collect_segment
 from sb3_acer.run_atari import build_parser, main
 from sb3_acer.segment import Segment
@@ -156,7 +159,7 @@ def test_frame_buffer_returns_the_stacks_the_env_returned(
     assert len(buffer.heads) <= 2 * n_envs
 
 
-def test_frame_buffer_rejects_observations_that_are_not_frame_stacks() -> None:
+def test_frame_buffer_stores_observations_that_are_not_frame_stacks_whole() -> None:
     rng = np.random.default_rng(0)
     buffer = FrameStackReplayBuffer(10, 5, 2, (4, 6, 6), n_stack=4, n_actions=3)
     segment = Segment(
@@ -170,8 +173,114 @@ def test_frame_buffer_rejects_observations_that_are_not_frame_stacks() -> None:
         final_index=np.zeros((0, 2), dtype=np.int64),
         final_observations=np.zeros((0, 4, 6, 6), dtype=np.uint8),
     )
-    with pytest.raises(ValueError, match=r"observation \(t=1, env=0\) is not a frame stack"):
+    with pytest.warns(
+        UserWarning, match=r"observations of env\(s\) \[0, 1\] are not one frame stream .* stored whole"
+    ):
         buffer.put(segment)
+    assert_segments_equal(buffer.get(np.zeros(2, dtype=np.int64)), segment)
+
+
+def _stepping_elsewhere(env: VecEnv, at: set[int]) -> Callable[[Any], bool]:
+    """An ``on_step`` that steps ``env`` once more after the vector steps in ``at``, as an EvalCallback
+    given the training env does: the next observation no longer continues the frame stream."""
+    calls = [0]
+
+    def on_step(record: Any) -> bool:
+        del record
+        if calls[0] in at:
+            env.step(np.zeros(env.num_envs, dtype=np.int64))
+        calls[0] += 1
+        return True
+
+    return on_step
+
+
+def test_frame_buffer_keeps_segments_whose_frame_stream_breaks() -> None:
+    """The training env stepped outside the rollout (evaluate_policy on model.get_env() between learns,
+    an EvalCallback given the training env) breaks the frame stream at x_0 -> x_1 or inside a segment:
+    those segments are kept whole, and every read (wrap-around included) equals the whole-observation
+    buffer's."""
+    n_envs, n_steps, capacity = 2, 4, 3
+    env = VecTransposeImage(VecFrameStack(DummyVecEnv([lambda: NoiseFrameEnv((12, 10, 1))] * n_envs), 4))
+    env.seed(0)
+    buffer = make_replay_buffer(
+        env=env,
+        observation_space=env.observation_space,
+        buffer_size=capacity * n_steps,
+        n_steps=n_steps,
+        n_envs=n_envs,
+        n_actions=3,
+        seed=1,
+    )
+    assert isinstance(buffer, FrameStackReplayBuffer)
+    reference = SegmentReplayBuffer(
+        capacity * n_steps, n_steps, n_envs, env.observation_space.shape, np.dtype(np.uint8), 3, seed=1
+    )
+    rng = np.random.default_rng(0)
+    state = {"obs": env.reset(), "starts": np.ones(n_envs, dtype=bool)}
+    broke = 0
+    for iteration in range(9):
+        on_step: Callable[[Any], bool] = lambda record: True  # noqa: E731
+        if iteration in (2, 6):
+            env.step(np.zeros(n_envs, dtype=np.int64))  # stepped between learns: x_0 is stale
+        if iteration in (3, 4):
+            on_step = _stepping_elsewhere(env, {1})  # stepped inside the rollout
+        result = collect_segment(
+            env=env,
+            policy=UniformPolicy(3),  # type: ignore[arg-type]
+            n_steps=n_steps,
+            last_obs=state["obs"],
+            last_episode_starts=state["starts"],
+            on_step=on_step,
+        )
+        assert result.segment is not None
+        state["obs"], state["starts"] = result.last_obs, result.last_episode_starts
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            buffer.put(result.segment)
+        broke += any("not one frame stream" in str(w.message) for w in caught)
+        reference.put(result.segment)
+        check_buffers_agree(reference, buffer, rng)
+    assert broke == 4
+
+
+def test_acer_trains_on_after_the_training_env_is_evaluated() -> None:
+    env = VecFrameStack(VecMonitor(DummyVecEnv([lambda: NoiseFrameEnv((8, 8, 1))] * 2)), 4)
+    model = ACER("MlpPolicy", env, n_steps=5, buffer_size=100, replay_start=10, seed=0)
+    assert isinstance(model.replay_buffer, FrameStackReplayBuffer)
+    model.learn(100)
+    evaluate_policy(model, model.get_env(), n_eval_episodes=2)
+    with pytest.warns(UserWarning, match="not one frame stream"):
+        model.learn(100, reset_num_timesteps=False)
+    assert model.num_timesteps == 200
+
+
+@pytest.mark.parametrize(("frame_shape", "high"), [((8, 8, 3), 255), ((4, 8, 8), 1)])
+def test_frames_stacked_along_the_last_axis_are_stored_whole(
+    frame_shape: tuple[int, int, int], high: int
+) -> None:
+    """VecFrameStack stacks channel-last frames along the last axis; with no VecTransposeImage above it
+    (a small RGB image SB3 takes for channel-first, a uint8 Box that is no image) the stacks are not
+    along the first axis, which the frame buffer needs."""
+
+    class Planes(NoiseFrameEnv):
+        def __init__(self) -> None:
+            super().__init__(frame_shape)
+            self.observation_space = spaces.Box(0, high, frame_shape, dtype=np.uint8)
+
+        def _frame(self) -> np.ndarray:
+            return self.np_random.integers(1, high + 1, size=frame_shape, dtype=np.uint8)
+
+    env = VecFrameStack(DummyVecEnv([Planes] * 2), n_stack=4)
+    assert not env.stacked_obs.channels_first
+    model = ACER("MlpPolicy", env, n_steps=5, buffer_size=50, replay_start=10, seed=0)
+    assert type(model.replay_buffer) is SegmentReplayBuffer
+    model.learn(100)
+    first = VecFrameStack(DummyVecEnv([Planes] * 2), n_stack=4, channels_order="first")
+    assert frame_stack_size(first) == 4  # stacked along the first axis: the frame buffer's layout
+    if high == 255:  # VecTransposeImage takes images only
+        assert frame_stack_size(VecTransposeImage(first, skip=True)) == 4
+    assert frame_stack_size(env) is None
 
 
 @pytest.mark.parametrize("sampler", ["ale-vector", "wrappers"])
