@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import pathlib
 import signal
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack,
 from sb3_acer import ACER
 from sb3_acer.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
 from sb3_acer.buffer import SegmentReplayBuffer
+from sb3_acer.checkpoint import load_buffer, save_buffer
 from sb3_acer.frame_buffer import FrameStackReplayBuffer, frame_stack_size, make_replay_buffer
 from sb3_acer.rollout import collect_segment
 from sb3_acer.run_atari import build_parser, main
@@ -242,6 +244,10 @@ def test_frame_buffer_keeps_segments_whose_frame_stream_breaks() -> None:
         reference.put(result.segment)
         check_buffers_agree(reference, buffer, rng)
     assert broke == 4
+    saved = io.BytesIO()
+    save_buffer(buffer, saved)
+    saved.seek(0)
+    check_buffers_agree(reference, load_buffer(saved), rng)  # the whole segments are saved too
 
 
 def test_acer_trains_on_after_the_training_env_is_evaluated() -> None:
