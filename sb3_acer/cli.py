@@ -36,6 +36,8 @@ import pathlib
 import re
 import sys
 import time
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, NoReturn
 
@@ -311,32 +313,52 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
     """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics.
 
     Raises:
-        ValueError, KeyError, OSError: the file is not statistics ``save_normalization`` wrote for ``venv``.
+        ValueError, KeyError, OSError: the file is not statistics ``save_normalization`` wrote for ``venv``
+            (damaged, other shapes, or values no normalisation has: NaN, a negative variance, ...).
     """
-    with np.load(path, allow_pickle=False) as data:
-        env = VecNormalize(
-            venv,
-            training=False,
-            norm_obs=bool(data["norm_obs"]),
-            norm_reward=False,
-            clip_obs=float(data["clip_obs"]),
-            clip_reward=float(data["clip_reward"]),
-            gamma=float(data["gamma"]),
-            epsilon=float(data["epsilon"]),
-        )
-        if env.norm_obs:
-            shape = venv.observation_space.shape
-            if data["obs_mean"].shape != shape or data["obs_var"].shape != shape:
-                raise ValueError(
-                    f"observation statistics of shape {data['obs_mean'].shape}, "
-                    f"for observations of shape {shape}"
-                )
-            obs_rms = RunningMeanStd(shape=data["obs_mean"].shape)
-            obs_rms.mean, obs_rms.var = data["obs_mean"], data["obs_var"]
-            obs_rms.count = float(data["obs_count"])
-            env.obs_rms = obs_rms  # type: ignore[assignment]  # a dict only for Dict observations
-        env.ret_rms.mean, env.ret_rms.var = data["ret_mean"], data["ret_var"]
-        env.ret_rms.count = float(data["ret_count"])
+    try:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
+            arrays = {name: np.asarray(data[name]) for name in data.files}
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise ValueError(f"damaged (truncated or corrupt): {error}") from None
+
+    def number(name: str, low: float = -math.inf, *, above: bool = False) -> float:
+        value = arrays[name]
+        if value.size != 1 or (not np.issubdtype(value.dtype, np.number) and value.dtype != bool):
+            raise ValueError(f"{name} is not a number: {value.dtype}{list(value.shape)}")
+        result = float(value.reshape(()))
+        if not math.isfinite(result) or result < low or (above and result == low):
+            raise ValueError(f"{name} = {result} is out of range")
+        return result
+
+    norm_obs = bool(number("norm_obs"))
+    env = VecNormalize(
+        venv,
+        training=False,
+        norm_obs=norm_obs,
+        norm_reward=False,
+        clip_obs=number("clip_obs", 0.0, above=True),
+        clip_reward=number("clip_reward", 0.0, above=True),
+        gamma=number("gamma", 0.0),
+        epsilon=number("epsilon", 0.0, above=True),
+    )
+    if env.norm_obs:
+        shape = venv.observation_space.shape
+        mean, var = arrays["obs_mean"], arrays["obs_var"]
+        if mean.shape != shape or var.shape != shape:
+            raise ValueError(
+                f"observation statistics of shape {mean.shape}, for observations of shape {shape}"
+            )
+        if not (np.issubdtype(mean.dtype, np.floating) and np.issubdtype(var.dtype, np.floating)):
+            raise ValueError(f"observation statistics of dtype {mean.dtype} and {var.dtype}, not floats")
+        if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all()):
+            raise ValueError("observation statistics hold NaN, inf or a negative variance")
+        obs_rms = RunningMeanStd(shape=mean.shape)
+        obs_rms.mean, obs_rms.var = mean, var
+        obs_rms.count = number("obs_count", 0.0)
+        env.obs_rms = obs_rms  # type: ignore[assignment]  # a dict only for Dict observations
+    env.ret_rms.mean, env.ret_rms.var = number("ret_mean"), number("ret_var", 0.0)  # type: ignore[assignment]
+    env.ret_rms.count = number("ret_count", 0.0)
     return env
 
 
@@ -1131,6 +1153,11 @@ def _monitor_results(run: pathlib.Path) -> Any:
             frame = pandas.read_csv(io.StringIO(body[: body.rfind("\n") + 1]), index_col=None)
             if not {"r", "l", "t"} <= set(frame.columns):
                 raise ValueError("no r, l, t columns")
+            for column in ("r", "l", "t"):
+                try:
+                    frame[column] = pandas.to_numeric(frame[column])
+                except (ValueError, TypeError):
+                    raise ValueError(f"column {column} holds a value that is not a number") from None
             frame["t"] += header["t_start"]
         except (
             OSError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import io
 import json
 import os
 import pathlib
@@ -873,6 +874,7 @@ def test_plot_reports_unreadable_monitor_logs_in_one_line(
         (b"\xff\xfe\x00garbage\n", "'utf-8' codec can't decode"),
         (b'#{"t_start": 0.0}\nx,y\n1,2\n', "no r, l, t columns"),
         (b'#{"t_start": "soon"}\nr,l,t\n1,10,1.0\n', ""),
+        (b'#{"t_start": 0.0}\nr,l,t\n1,10,1.0\nabc,def,2.0\n', "column r holds a value that is not a number"),
     ):
         monitor.write_bytes(content)
         code, _, err = run(capsys, "plot", str(tmp_path / "X_0"), "--out", str(tmp_path / "c.png"))
@@ -959,12 +961,33 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
         ret_var=1.0,
         ret_count=1.0,
     )
+    good_statistics = statistics.read_bytes()
+    with np.load(statistics) as saved:
+        fields = {name: saved[name] for name in saved.files}
+    damaged = []
+    for name, value, reason in (
+        ("clip_obs", np.array([10.0, 10.0]), "clip_obs is not a number: float64[2]"),
+        ("obs_var", np.full(4, np.nan), "observation statistics hold NaN, inf or a negative variance"),
+        ("obs_var", -np.ones(4), "observation statistics hold NaN, inf or a negative variance"),
+        ("epsilon", np.float64(0.0), "epsilon = 0.0 is out of range"),
+    ):
+        buffer = io.BytesIO()
+        np.savez(buffer, **{**fields, name: value})
+        damaged.append((buffer.getvalue(), reason))
+    flipped = bytearray(good_statistics)
+    with zipfile.ZipFile(io.BytesIO(good_statistics)) as archive:
+        first = archive.infolist()[0]
+    name_length, extra_length = np.frombuffer(good_statistics, "<u2", 2, first.header_offset + 26)
+    flipped[first.header_offset + 30 + name_length + extra_length + first.file_size - 1] ^= 0xFF  # CRC fails
     for content, reason in (
         (b"garbage", "cannot read"),
         (
             (tmp_path / "wrong.npz").read_bytes(),
             "observation statistics of shape (7,), for observations of shape (4,)",
         ),
+        (good_statistics[: len(good_statistics) // 2], "damaged (truncated or corrupt)"),
+        (bytes(flipped), "damaged (truncated or corrupt)"),
+        *damaged,
     ):
         statistics.write_bytes(content)
         code, _, err = run(capsys, "enjoy", str(model))
