@@ -104,6 +104,37 @@ class SlotReplay:
         elif segment.initial_state is not None:
             raise ValueError("the segment carries an initial_state but the buffer has state_size=0")
 
+    def check_values(self) -> None:
+        """Raise ``ValueError`` unless the stored segments hold values :meth:`put` could have stored (for a
+        restored file: an action out of range would otherwise fail at the next update)."""
+        filled = slice(0, self.num_in_buffer)
+        actions = self.actions[filled]
+        if actions.size and (actions.min() < 0 or actions.max() >= self.n_actions):
+            bad = actions[(actions < 0) | (actions >= self.n_actions)]
+            raise ValueError(f"actions outside [0, {self.n_actions}): {bad[0]}")
+        mu = self.mu_probs[filled]
+        if not (np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()):
+            raise ValueError("mu_probs hold NaN or values outside [0, 1]")
+        if mu.size and np.abs(mu.sum(axis=-1) - 1).max() > 1e-3:
+            raise ValueError("mu_probs of a stored step do not sum to 1")
+        if not np.isfinite(self.rewards[filled]).all():
+            raise ValueError("rewards hold NaN or inf")
+        if not (np.isfinite(self.initial_h[filled]).all() and np.isfinite(self.initial_c[filled]).all()):
+            raise ValueError("the initial LSTM states hold NaN or inf")
+        for slot, (index, observations) in enumerate(self.final[filled]):
+            if len(index) != len(observations):
+                raise ValueError(
+                    f"final[{slot}] has {len(index)} indices for {len(observations)} observations"
+                )
+            if len(index) and not (
+                (index >= 0).all()
+                and (index[:, 0] < self.n_steps).all()
+                and (index[:, 1] < self.n_envs).all()
+            ):
+                raise ValueError(
+                    f"final[{slot}] indexes outside the segment [T={self.n_steps}, E={self.n_envs}]"
+                )
+
     def sample_slots(self) -> np.ndarray:
         """One uniformly drawn slot per environment, each from that environment's own generator."""
         if self.num_in_buffer == 0:

@@ -478,9 +478,10 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
             state = {name: _decode(value, arrays) for name, value in header["state"].items()}
             buffer = cls(**_constructor_arguments(cls, state))
             _check_restored(buffer, state)
+            vars(buffer).update(state)
+            buffer.check_values()  # values put could have stored (an action out of range fails later)
         except (KeyError, IndexError, TypeError, ValueError, MemoryError) as error:
             raise ReplayBufferFileError(f"{source}: the {class_name} state is invalid: {error}") from error
-        vars(buffer).update(state)
         return buffer
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
         raise ReplayBufferFileError(f"{source} is damaged (truncated or corrupt): {error}") from error

@@ -249,6 +249,36 @@ class FrameStackReplayBuffer(SlotReplay):
         self.next_idx = (self.next_idx + 1) % self.capacity
         self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
 
+    def check_values(self) -> None:
+        """:meth:`SlotReplay.check_values`, and the whole observations kept in ``heads`` and the last
+        ``x_T`` have the observation shape and dtype, under keys of stored slots and envs."""
+        super().check_values()
+        for key, observation in self.heads.items():
+            if not (
+                isinstance(key, tuple)
+                and len(key) in (2, 3)
+                and all(isinstance(k, int) for k in key)
+                and 0 <= key[0] < self.capacity
+                and 0 <= key[1] < self.n_envs
+                and (len(key) == 2 or 1 <= key[2] <= self.n_steps)
+            ):
+                raise ValueError(f"heads key {key!r} outside the buffer")
+            if not isinstance(observation, np.ndarray) or (observation.shape, observation.dtype) != (
+                self.obs_shape,
+                self.obs_dtype,
+            ):
+                described = (
+                    f"{observation.dtype}{list(observation.shape)}"
+                    if isinstance(observation, np.ndarray)
+                    else type(observation).__name__
+                )
+                raise ValueError(
+                    f"heads[{key!r}] is {described}, expected {self.obs_dtype}{list(self.obs_shape)}"
+                )
+        tail = self._last_tail
+        if tail is not None and (tail.shape, tail.dtype) != ((self.n_envs, *self.obs_shape), self.obs_dtype):
+            raise ValueError(f"_last_tail is {tail.dtype}{list(tail.shape)}")
+
     # ------------------------------------------------------------------ reading
 
     def _first_observation(self, slot: int, env: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import gc
 import io
@@ -699,3 +700,67 @@ def test_replay_buffer_generator_with_a_short_key_raises(
     _rewrite(path, tmp_path / "rng.pkl", "replay_buffer.json", json.dumps(header).encode())
     with pytest.raises(ReplayBufferFileError, match="malformed MT19937 state"):
         load_buffer(tmp_path / "rng.pkl")
+
+
+# ---------------------------------------------------------------------- found by review (stop 40)
+
+
+def _damage(buffer: Any, change: str) -> None:
+    filled = buffer.num_in_buffer
+    if change == "action 99":
+        buffer.actions[filled - 1, 0, 0] = 99
+    elif change == "action -5":
+        buffer.actions[0, 1, 1] = -5
+    elif change == "mu NaN":
+        buffer.mu_probs[0, 0, 0, 0] = np.nan
+    elif change == "mu rows that do not sum to 1":
+        buffer.mu_probs[1, 0, 0] = 0.0
+    elif change == "reward inf":
+        buffer.rewards[2, 0, 1] = np.inf
+    elif change == "final index outside the segment":
+        slot = next(k for k, (index, _) in enumerate(buffer.final) if len(index))
+        index, obs = buffer.final[slot]
+        buffer.final[slot] = (np.full_like(index, 7), obs)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("action 99", r"actions outside \[0, 2\): 99"),
+        ("action -5", r"actions outside \[0, 2\): -5"),
+        ("mu NaN", r"mu_probs hold NaN or values outside \[0, 1\]"),
+        ("mu rows that do not sum to 1", "mu_probs of a stored step do not sum to 1"),
+        ("reward inf", "rewards hold NaN or inf"),
+        ("final index outside the segment", r"final\[\d+\] indexes outside the segment"),
+    ],
+)
+def test_replay_buffer_values_that_put_cannot_store_are_refused_and_the_memory_kept(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, change: str, message: str
+) -> None:
+    model, path = trained
+    buffer = load_buffer(path)
+    _damage(buffer, change)
+    save_buffer(buffer, tmp_path / "damaged")
+    with pytest.raises(ReplayBufferFileError, match=f"the SegmentReplayBuffer state is invalid: {message}"):
+        load_buffer(tmp_path / "damaged.pkl")
+    own = model.replay_buffer
+    with pytest.raises(ReplayBufferFileError, match=message):
+        model.load_replay_buffer(tmp_path / "damaged.pkl")
+    assert model.replay_buffer is own
+
+
+def test_frame_buffer_heads_of_another_shape_are_refused(tmp_path: pathlib.Path) -> None:
+    space, segments = _frame_stack_segments(n_envs=2, n_steps=4, count=7)
+    buffer = FrameStackReplayBuffer(20, 4, 2, space.shape, n_stack=4, n_actions=3, seed=3)
+    for segment in segments:
+        buffer.put(segment)
+    key = next(iter(buffer.heads))
+    for heads, message in (
+        ({**buffer.heads, key: np.zeros((2, 2), dtype=np.uint8)}, r"heads\[\(\d+, \d+\)\] is uint8\[2, 2\]"),
+        ({**buffer.heads, (9, 0): buffer.heads[key]}, r"heads key \(9, 0\) outside the buffer"),
+    ):
+        damaged = copy.copy(buffer)
+        damaged.heads = heads
+        save_buffer(damaged, tmp_path / "frames")
+        with pytest.raises(ReplayBufferFileError, match=message):
+            load_buffer(tmp_path / "frames.pkl")
