@@ -30,6 +30,7 @@ import json
 import os
 import pathlib
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -246,7 +247,11 @@ def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], object]) -
 
     A process killed at any moment leaves at ``path`` either the previous file or the complete new one
     (and possibly a hidden ``.<name>.*.tmp`` file beside it). The data and the rename are flushed to disk.
+    A file replaced keeps its permissions (a new one gets the usual ``0o666`` less the umask), and a
+    symbolic link at ``path`` is kept: the file it points to is replaced, as an in-place write would.
     """
+    if path.is_symlink():
+        path = pathlib.Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -254,9 +259,13 @@ def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], object]) -
             write(tmp)
             tmp.flush()
             os.fsync(tmp.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)  # the replaced file's
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp creates 0600; give a new file the usual permissions
+        os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
     except BaseException:
         if os.path.exists(tmp_name):

@@ -6,6 +6,7 @@ import io
 import json
 import pathlib
 import pickle
+import stat
 import zipfile
 from typing import Any
 
@@ -824,3 +825,23 @@ def test_num_procs_above_the_limit_is_refused_before_anything_changes() -> None:
     with pytest.raises(ValueError, match="num_procs must be a positive integer at most 1024, or None"):
         ACER("MlpPolicy", "CartPole-v1", num_procs=10**6)
     assert th.get_num_threads() == threads
+
+
+def test_saving_over_a_file_keeps_its_permissions_and_writes_through_a_symlink(
+    tmp_path: pathlib.Path,
+) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, seed=0)
+    private = tmp_path / "private.zip"
+    model.save(private)
+    private.chmod(0o600)
+    model.save(private)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600  # a private model stays private
+
+    target = tmp_path / "runs" / "best.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, seed=1).save(target)
+    link = tmp_path / "latest.zip"
+    link.symlink_to(target)
+    model.save(link)
+    assert link.is_symlink() and link.resolve() == target.resolve()  # the link is kept, its file updated
+    assert_same_tensors(all_tensors(ACER.load(target)), all_tensors(model))
+    assert sorted(p.name for p in target.parent.iterdir()) == ["best.zip"]  # no temporary file left
