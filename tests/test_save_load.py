@@ -750,6 +750,13 @@ def test_a_load_that_fails_leaves_the_thread_count_and_generators_as_they_were(
 # ---------------------------------------------------------------------- found by review (stop 40)
 
 
+def rewrite_tensors(source: pathlib.Path, target: pathlib.Path, name: str, state: Any) -> None:
+    """Copy a model file with ``state`` saved by torch as its entry ``name``."""
+    buffer = io.BytesIO()
+    th.save(state, buffer)
+    rewrite_entry(source, target, name, buffer.getvalue())
+
+
 def test_deeply_nested_data_json_raises_model_file_error(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
@@ -765,9 +772,7 @@ def test_a_tensor_entry_holding_text_raises_model_file_error(
     model, path = trained
     state: dict[str, Any] = dict(model.policy.state_dict())
     state["action_net.bias"] = "abc"
-    buffer = io.BytesIO()
-    th.save(state, buffer)
-    rewrite_entry(path, tmp_path / "bad.zip", "policy.pth", buffer.getvalue())
+    rewrite_tensors(path, tmp_path / "bad.zip", "policy.pth", state)
     with pytest.raises(ModelFileError, match=r"policy\.action_net\.bias: not a tensor \(str\)"):
         ACER.load(tmp_path / "bad.zip")
 
@@ -778,9 +783,7 @@ def test_non_finite_weights_are_refused_on_load_and_by_set_parameters(
     model, path = trained
     state = {key: value.clone() for key, value in model.policy.state_dict().items()}
     state["action_net.weight"][0, 0] = float("nan")
-    buffer = io.BytesIO()
-    th.save(state, buffer)
-    rewrite_entry(path, tmp_path / "nan.zip", "policy.pth", buffer.getvalue())
+    rewrite_tensors(path, tmp_path / "nan.zip", "policy.pth", state)
     with pytest.raises(
         ModelFileError, match=r"policy\.action_net\.weight: holds non-finite values \(NaN or inf\)"
     ):
@@ -813,9 +816,7 @@ def test_optimizer_state_of_the_wrong_shape_is_refused_and_changes_nothing(
     model.learn(20)  # still trains
 
     _, path = trained
-    buffer = io.BytesIO()
-    th.save(params["optimizer"], buffer)
-    rewrite_entry(path, tmp_path / "bad.zip", "optimizer.pth", buffer.getvalue())
+    rewrite_tensors(path, tmp_path / "bad.zip", "optimizer.pth", params["optimizer"])
     with pytest.raises(ModelFileError, match="the saved tensors do not fit the model: optimizer: state"):
         ACER.load(tmp_path / "bad.zip")
 
