@@ -22,6 +22,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import (
     check_for_correct_spaces,
@@ -78,6 +79,20 @@ SelfACER = TypeVar("SelfACER", bound="ACER")
 
 #: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
 OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
+#: Optimizers whose per-parameter state tensors (other than a scalar step) have their parameter's shape and
+#: are finite: a loaded state is checked against that.
+ELEMENTWISE_OPTIMIZERS = (
+    FastRMSpropTFLike,
+    RMSpropTFLike,
+    th.optim.RMSprop,
+    th.optim.Adam,
+    th.optim.AdamW,
+    th.optim.SGD,
+    th.optim.Adagrad,
+    th.optim.Adamax,
+    th.optim.NAdam,
+    th.optim.RAdam,
+)
 #: Most torch threads ``num_procs`` may ask for (``torch.set_num_threads(10**6)`` kills the process).
 MAX_NUM_PROCS = 1024
 
@@ -966,6 +981,7 @@ class ACER(BaseAlgorithm):
                 continue
             module: th.nn.Module = getattr(self, name)
             own = module.state_dict()
+            weights = {key for key, _ in module.named_parameters()}  # buffers may be infinite (bounds)
             missing = set(own) - set(state)
             extra = set(state) - set(own)
             if extra:
@@ -978,7 +994,8 @@ class ACER(BaseAlgorithm):
                     raise RuntimeError(
                         f"{name}.{key}: shape {tuple(tensor.shape)} != {tuple(own[key].shape)}"
                     )
-                _check_finite(tensor, f"{name}.{key}")
+                if key in weights:
+                    _check_finite(tensor, f"{name}.{key}")
         backup = self.get_parameters()
         try:
             for name, state in params.items():
@@ -1014,9 +1031,11 @@ class ACER(BaseAlgorithm):
                 f"optimizer: the saved state is an optimizer state with settings {unknown} unknown to this "
                 f"model's {type(self.optimizer).__name__}: another optimizer's state cannot be loaded"
             )
+        if not isinstance(self.optimizer, ELEMENTWISE_OPTIMIZERS):
+            return  # e.g. Adafactor's factored statistics: another layout, not checked here
         # torch pairs the saved parameter ids in order with the parameters of the saved grouping (after its
-        # check that the groups have the same sizes); a per-parameter tensor must have its parameter's
-        # shape, or the next step fails.
+        # check that the groups have the same sizes); a per-parameter tensor of these optimizers has its
+        # parameter's shape, or the next step fails.
         saved_ids = [index for group in groups for index in group.get("params", [])]
         parameters = [p for group in self._parameter_groups(split_q=len(groups) == 2) for p in group]
         shapes = dict(zip(saved_ids, (tuple(p.shape) for p in parameters), strict=False))

@@ -322,12 +322,17 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise ValueError(f"damaged (truncated or corrupt): {error}") from None
 
-    def number(name: str, low: float = -math.inf, *, above: bool = False) -> float:
+    def number(name: str, low: float = -math.inf, *, above: bool = False, infinite: bool = False) -> float:
         value = arrays[name]
         if value.size != 1 or (not np.issubdtype(value.dtype, np.number) and value.dtype != bool):
             raise ValueError(f"{name} is not a number: {value.dtype}{list(value.shape)}")
         result = float(value.reshape(()))
-        if not math.isfinite(result) or result < low or (above and result == low):
+        if (
+            math.isnan(result)
+            or (math.isinf(result) and not infinite)
+            or result < low
+            or (above and result == low)
+        ):
             raise ValueError(f"{name} = {result} is out of range")
         return result
 
@@ -337,8 +342,8 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
         training=False,
         norm_obs=norm_obs,
         norm_reward=False,
-        clip_obs=number("clip_obs", 0.0, above=True),
-        clip_reward=number("clip_reward", 0.0, above=True),
+        clip_obs=number("clip_obs", 0.0, above=True, infinite=True),  # inf: no clipping
+        clip_reward=number("clip_reward", 0.0, above=True, infinite=True),
         gamma=number("gamma", 0.0),
         epsilon=number("epsilon", 0.0, above=True),
     )

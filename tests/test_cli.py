@@ -934,6 +934,16 @@ def test_files_in_the_way_are_reported_before_anything_is_removed(
     assert snapshot(tmp_path) == before
 
 
+def test_enjoy_plays_a_model_normalised_without_clipping(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    hyperparams = "normalize=dict(clip_obs=1e999, clip_reward=1e999)"  # infinite bounds: no clipping
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", hyperparams)[0] == 0
+    code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0" / "model.zip"), "--episodes", "1")
+    assert code == 0, err
+    assert "mean return over 1 episode" in out
+
+
 def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:

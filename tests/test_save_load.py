@@ -846,3 +846,26 @@ def test_saving_over_a_file_keeps_its_permissions_and_writes_through_a_symlink(
     assert link.is_symlink() and link.resolve() == target.resolve()  # the link is kept, its file updated
     assert_same_tensors(all_tensors(ACER.load(target)), all_tensors(model))
     assert sorted(p.name for p in target.parent.iterdir()) == ["best.zip"]  # no temporary file left
+
+
+class BoundsExtractor(FlattenExtractor):
+    """Keeps the observation bounds as buffers: CartPole's velocity bounds are infinite."""
+
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        super().__init__(observation_space)
+        self.register_buffer("high", th.as_tensor(observation_space.high))
+
+
+def test_infinite_buffers_and_factored_optimizer_state_still_round_trip(tmp_path: pathlib.Path) -> None:
+    """The checks of non-finite weights and of optimizer state shapes leave alone what a model may hold:
+    infinite module buffers (bounds), and the factored state of an optimizer such as Adafactor."""
+    for policy_kwargs in (
+        dict(features_extractor_class=BoundsExtractor),
+        dict(optimizer_class=th.optim.Adafactor),
+    ):
+        model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0, policy_kwargs=policy_kwargs)
+        model.learn(20)
+        model.set_parameters(model.get_parameters())
+        model.save(tmp_path / "m")
+        loaded = ACER.load(tmp_path / "m.zip", custom_objects={"policy_kwargs": policy_kwargs})
+        assert_same_tensors(all_tensors(loaded), all_tensors(model))
