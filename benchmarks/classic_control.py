@@ -10,9 +10,9 @@ All runs happen side by side in one process, one after the other, with ``torch.s
 
 Usage::
 
-    python benchmarks/classic_control.py --seeds 0 1 2 --out docs/benchmarks/classic_control.json
+    python benchmarks/classic_control.py --seeds 0 1 2 --out benchmarks/results/classic_control.json
 
-and ``--markdown`` prints the table used in ``docs/benchmarks.md``.
+``docs/benchmarks.md`` gives the commands of its tables and the result files they wrote.
 """
 
 from __future__ import annotations

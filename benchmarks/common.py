@@ -3,6 +3,7 @@ of a run (its results with the command, date and machine that produced them)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import platform
 import shlex
@@ -17,6 +18,20 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``--set key=value`` pairs as a dict: each value a Python literal, else the text itself."""
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects key=value, got {pair!r}")
+        try:
+            overrides[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            overrides[key] = text
+    return overrides
 
 
 def command_line(script: str, args: list[str]) -> str:
@@ -47,11 +62,13 @@ def write_results(
     path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
 ) -> None:
     """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
-    (``command_line``), the date, ``machine``, the Python and torch versions and ``extra`` meta entries."""
+    (``command_line``), the date, the commit (``git_commit``), ``machine``, the Python and torch versions and
+    ``extra`` meta entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": command_line(script, args),
         "date": time.strftime("%Y-%m-%d"),
+        "commit": git_commit(),
         "machine": machine,
         "python": platform.python_version(),
         "torch": th.__version__,

@@ -26,7 +26,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import multiprocessing
 import platform
@@ -47,7 +46,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ThresholdTracker, write_results
+from benchmarks.common import ThresholdTracker, parse_overrides, write_results
 from sb3_acer import ACER
 from sb3_acer.presets import (
     env_wrappers,
@@ -89,19 +88,6 @@ class PresetResult:
     learning_curve: list[tuple[int, float]]
     train_seconds: float
     steps_per_second: float
-
-
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects key=value, got {pair!r}")
-        try:
-            overrides[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            overrides[key] = text
-    return overrides
 
 
 def run_one(env_id: str, seed: int, overrides: dict[str, Any], eval_episodes: int) -> PresetResult:

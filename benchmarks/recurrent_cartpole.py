@@ -47,7 +47,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ThresholdTracker, write_results
+from benchmarks.common import ThresholdTracker, parse_overrides, write_results
 from sb3_acer import ACER
 from sb3_acer.segment import Segment
 
@@ -205,7 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for every run")
     parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="override a hyperparameter (Python literal)"
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a hyperparameter (a Python literal, else text); repeatable",
     )
     parser.add_argument(
         "--with-velocities",
@@ -219,9 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
 
-    import ast
-
-    overrides = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in args.set)}
+    overrides = parse_overrides(args.set)
     th.set_num_threads(args.threads)
     results: list[RunResult] = []
     for policy in args.policies:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -34,7 +35,7 @@ from stable_baselines3.common.env_util import make_vec_env
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sb3_acer
-from benchmarks.common import command_line
+from benchmarks.common import command_line, git_commit
 from sb3_acer import ACER
 
 MB = 1024 * 1024
@@ -151,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(sampler.samples, args.max_growth_mb)
     result = dict(
         command=command_line("soak.py", argv if argv is not None else sys.argv[1:]),
+        date=time.strftime("%Y-%m-%d"),
+        commit=git_commit(),
         timesteps=model.num_timesteps,
         n_envs=args.n_envs,
         seconds=round(seconds, 1),
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             sb3_acer=sb3_acer.__version__,
             torch=th.__version__,
             python=platform.python_version(),
-            machine=platform.machine(),
+            machine=f"{platform.machine()}, {os.cpu_count()} cores, torch threads {th.get_num_threads()}",
         ),
         summary=summary,
         samples=sampler.samples,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import shlex
 import types
 from collections.abc import Callable
@@ -207,13 +208,24 @@ def test_presets_benchmark_overrides_parse_values() -> None:
 
 def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
     """A recorded command pastes back into a shell as the same arguments (e.g. a dict passed to --set)."""
-    from benchmarks.common import write_results
+    from benchmarks.common import git_commit, write_results
 
     args = ["--envs", "LunarLander-v3", "--set", "policy_kwargs={'net_arch': [64, 64]}", "n_steps=40"]
     out = tmp_path / "r.json"
     write_results(out, script="presets.py", args=args, machine="m", results=[])
-    command = json.loads(out.read_text())["meta"]["command"]
-    assert shlex.split(command) == ["python", "benchmarks/presets.py", *args]
+    meta = json.loads(out.read_text())["meta"]
+    assert shlex.split(meta["command"]) == ["python", "benchmarks/presets.py", *args]
+    assert meta["commit"] == git_commit() and re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", meta["commit"])
+
+
+def test_recurrent_benchmark_set_options_add_up_and_take_text() -> None:
+    from benchmarks.common import parse_overrides
+    from benchmarks.recurrent_cartpole import build_parser
+
+    args = build_parser().parse_args(
+        ["--set", "n_envs=2", "--set", "replay_start=40", "lr_schedule=constant"]
+    )
+    assert parse_overrides(args.set) == {"n_envs": 2, "replay_start": 40, "lr_schedule": "constant"}
 
 
 def test_sb2_reference_command_leaves_out_only_the_output_path() -> None:
