@@ -118,6 +118,7 @@ HYPERPARAMETERS = (
     "delta",
     "handle_timeout_termination",
     "retrace_lambda",
+    "stats_window_size",
     "verbose",
     "tensorboard_log",
     "seed",
@@ -184,6 +185,9 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
         fail("alpha", "must be in [0, 1)")
     if not is_number(params["retrace_lambda"]) or not 0.0 <= params["retrace_lambda"] <= 1.0:
         fail("retrace_lambda", "must be a number in [0, 1]")
+    window = params["stats_window_size"]
+    if not isinstance(window, int | np.integer) or isinstance(window, bool) or window <= 0:
+        fail("stats_window_size", "must be a positive integer")
     if not 0.0 < params["rprop_alpha"] <= 1.0:
         fail("rprop_alpha", "must be in (0, 1]")
     if params["rprop_epsilon"] <= 0:
@@ -303,6 +307,7 @@ class ACER(BaseAlgorithm):
         retrace_lambda: ``lambda`` of Retrace(lambda): the trace coefficients of the ``Q_ret`` targets
             are ``lambda * min(1, rho)``. 1 (the default) is ACER's; smaller values shorten the traces,
             trading the variance of the targets for bias, as GAE's lambda does (0: one-step targets).
+        stats_window_size: number of episodes the ``rollout/`` means average over (SB3's).
         seed: seed of Python, NumPy, torch, the environments and the replay sampling.
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
@@ -346,6 +351,7 @@ class ACER(BaseAlgorithm):
         q_lr_ratio: float = 1.0,
         handle_timeout_termination: bool = True,
         retrace_lambda: float = 1.0,
+        stats_window_size: int = 100,
         seed: int | None = None,
         device: th.device | str = "auto",
     ) -> None:
@@ -386,6 +392,7 @@ class ACER(BaseAlgorithm):
                 device=device,
                 support_multi_env=True,
                 seed=seed,
+                stats_window_size=int(stats_window_size),
             )
             self.gamma = float(gamma)
             self.n_steps = int(n_steps)
@@ -637,7 +644,8 @@ class ACER(BaseAlgorithm):
             total_timesteps: number of environment steps (all envs together) to train for; a whole
                 number, which may be written as a float (``1e5``).
             callback: an SB3 callback, a list of them, or SB2's callable ``(locals, globals) -> bool``.
-            seed: re-seed before training (``None`` keeps the current seed).
+            seed: re-seed before training (``None`` keeps the current seed); the environments are then
+                reset, so that they start from it (without a seed, learn continues the running episodes).
             log_interval: number of on-policy iterations between two log dumps (0 or ``None``: never).
             tb_log_name: name of the TensorBoard run folder.
             reset_num_timesteps: restart the step counter (and the schedule) from 0.
@@ -666,6 +674,9 @@ class ACER(BaseAlgorithm):
                 f"(SB2's), or None; got {callback!r}"
             )
         self.set_random_seed(seed)
+        if seed is not None:
+            self._last_obs = None  # the environments start again from the seed (a reset, as in SB3)
+            self._last_lstm_state = None
         total_timesteps, callback_obj = self._setup_learn(
             int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
         )
@@ -820,6 +831,11 @@ class ACER(BaseAlgorithm):
             retrace_lambda=self.retrace_lambda,
         )
 
+    @property
+    def stats_window_size(self) -> int:
+        """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""
+        return self._stats_window_size
+
     def _dump_logs(self, iteration: int) -> None:
         time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
         fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
@@ -827,6 +843,8 @@ class ACER(BaseAlgorithm):
         if self.ep_info_buffer:
             self.logger.record("rollout/ep_rew_mean", safe_mean([info["r"] for info in self.ep_info_buffer]))
             self.logger.record("rollout/ep_len_mean", safe_mean([info["l"] for info in self.ep_info_buffer]))
+        if self.ep_success_buffer:  # envs that report info["is_success"] at episode ends, as in SB3
+            self.logger.record("rollout/success_rate", safe_mean(self.ep_success_buffer))
         self.logger.record("time/fps", fps)
         self.logger.record("time/time_elapsed", int(time_elapsed), exclude="tensorboard")
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")

@@ -18,6 +18,7 @@ from stable_baselines3.common.callbacks import (
 )
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
 
@@ -235,3 +236,51 @@ def test_logged_keys(tmp_path: pathlib.Path) -> None:
     assert float(last["train/learning_rate"]) == 0.0
     assert float(rows[0]["train/learning_rate"]) == pytest.approx(7e-4 * (1 - 100 / 400))
     assert 0.0 <= float(last["train/rho_truncated_frac"]) <= 1.0
+
+
+# ---------------------------------------------------------------------- found by review (stop 40)
+
+
+class ReportsSuccess(gym.Wrapper):
+    """Reports ``info["is_success"]`` at each episode end: every other episode succeeds."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.episodes = 0
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["is_success"] = self.episodes % 2 == 0
+            self.episodes += 1
+        return obs, float(reward), terminated, truncated, info
+
+
+def test_success_rate_and_the_statistics_window_are_those_of_sb3(tmp_path: pathlib.Path) -> None:
+    logger = configure(str(tmp_path), ["csv"])
+    env = DummyVecEnv([lambda: Monitor(ReportsSuccess(gym.make("CartPole-v1")))])
+    model = ACER("MlpPolicy", env, n_steps=20, replay_ratio=0, stats_window_size=4, seed=0)
+    model.set_logger(logger)
+    model.learn(400, log_interval=5)
+    logger.close()
+    with open(tmp_path / "progress.csv") as handle:
+        last = list(csv.DictReader(handle))[-1]
+    assert model.ep_success_buffer is not None and len(model.ep_success_buffer) == 4  # the window
+    assert float(last["rollout/success_rate"]) == pytest.approx(np.mean(model.ep_success_buffer))
+    assert float(last["rollout/ep_len_mean"]) == pytest.approx(
+        np.mean([i["l"] for i in model.ep_info_buffer])
+    )
+    model.save(tmp_path / "m")
+    assert ACER.load(tmp_path / "m.zip").stats_window_size == 4
+    with pytest.raises(ValueError, match="stats_window_size must be a positive integer"):
+        ACER("MlpPolicy", "CartPole-v1", stats_window_size=0)
+
+
+def test_learn_with_a_seed_starts_the_environments_from_it() -> None:
+    """As SB3's learn(seed=...): the environments are reset from the seed, also after an earlier learn."""
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, seed=0)
+    model.learn(20)
+    model.learn(0, seed=3)
+    fresh = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    fresh.seed(3)
+    np.testing.assert_array_equal(model._last_obs, fresh.reset())
