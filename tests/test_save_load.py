@@ -46,6 +46,7 @@ HYPERPARAMETERS: dict[str, Any] = dict(
     delta=0.5,
     handle_timeout_termination=False,
     retrace_lambda=0.7,
+    stats_window_size=7,
     q_lr_ratio=2.0,
     verbose=0,
     seed=3,
@@ -376,6 +377,8 @@ def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_pat
         ("retrace_lambda", 0.7, 1.0),
         # Files written before q_lr_ratio existed hold one optimizer group; the loader regroups either way.
         ("q_lr_ratio", 2.0, 1.0),
+        # Files written before stats_window_size was a setting averaged over SB3's 100 episodes.
+        ("stats_window_size", 7, 100),
     ],
 )
 def test_file_without_a_newer_hyperparameter_loads_with_the_default(

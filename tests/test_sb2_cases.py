@@ -173,7 +173,14 @@ def test_sb2_positional_arguments_bind_to_the_same_names() -> None:
     # arguments come after them and are keyword-only, so a longer SB2 call fails instead of mis-binding.
     assert positional == SB2_POSITIONAL[: SB2_POSITIONAL.index("full_tensorboard_log")]
     keyword_only = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    assert keyword_only == {"q_lr_ratio", "handle_timeout_termination", "retrace_lambda", "seed", "device"}
+    assert keyword_only == {
+        "q_lr_ratio",
+        "handle_timeout_termination",
+        "retrace_lambda",
+        "stats_window_size",
+        "seed",
+        "device",
+    }
 
 
 def test_sb2_positional_call_binds_like_sb2() -> None:
