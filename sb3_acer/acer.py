@@ -450,6 +450,19 @@ class ACER(BaseAlgorithm):
                 "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
                 f"got {observation_space}"
             )
+        # SB3's preprocessing flattens a Box of at least one axis and a one-dimensional MultiDiscrete; these
+        # others would fail deep inside learn() or with a NumPy message.
+        if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
+            raise UnsupportedSpaceError(
+                f"ACER does not support Box observations of shape () (a scalar), got {observation_space}; "
+                "give them shape (1,) with a wrapper"
+            )
+        nvec_shape = np.shape(getattr(observation_space, "nvec", ()))
+        if isinstance(observation_space, spaces.MultiDiscrete) and len(nvec_shape) != 1:
+            raise UnsupportedSpaceError(
+                f"ACER supports MultiDiscrete observations of one dimension, got nvec of shape {nvec_shape}: "
+                f"{observation_space}; flatten them with a wrapper"
+            )
         # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
         # with another start would silently get wrong actions or fail deep inside the network.
         for kind, space in (("action", action_space), ("observation", observation_space)):
@@ -905,6 +918,7 @@ class ACER(BaseAlgorithm):
             with th.no_grad():
                 probs = self.policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
         else:
+            self.policy.set_training_mode(False)  # as predict does: dropout and the like off
             obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
             with th.no_grad():
                 probs = self.policy.action_probs(obs_tensor).cpu().numpy()

@@ -203,7 +203,13 @@ class ACERPolicy(_CachedDevicePolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(net_arch=self.net_arch, activation_fn=self.activation_fn, ortho_init=self.ortho_init)
+        data.update(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            ortho_init=self.ortho_init,
+            features_extractor_class=self.features_extractor_class,
+            features_extractor_kwargs=self.features_extractor_kwargs,
+        )
         return data
 
     def forward(self, obs: PyTorchObs) -> PolicyOutput:
@@ -455,6 +461,8 @@ class RecurrentACERPolicy(_CachedDevicePolicy):
             net_arch=self.net_arch,
             activation_fn=self.activation_fn,
             ortho_init=self.ortho_init,
+            features_extractor_class=self.features_extractor_class,
+            features_extractor_kwargs=self.features_extractor_kwargs,
         )
         return data
 

@@ -17,6 +17,7 @@ from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from sb3_acer import ACER, CnnPolicy, MlpPolicy, UnsupportedSpaceError
@@ -605,3 +606,62 @@ def test_action_probability_rejects_bad_actions(cartpole_model: ACER) -> None:
 
 def test_vec_env_type_is_kept(cartpole_model: ACER) -> None:
     assert isinstance(cartpole_model.get_env(), VecEnv)
+
+
+# ---------------------------------------------------------------------- found by review (stop 40)
+
+
+@pytest.mark.parametrize(
+    ("observation_space", "message"),
+    [
+        (spaces.Box(-1.0, 1.0, shape=(), dtype=np.float32), r"Box observations of shape \(\) \(a scalar\)"),
+        (
+            spaces.MultiDiscrete([[2, 3], [4, 2]]),
+            r"MultiDiscrete observations of one dimension, got nvec of shape",
+        ),
+    ],
+)
+def test_observation_spaces_the_networks_cannot_take_are_refused_up_front(
+    observation_space: spaces.Space, message: str
+) -> None:
+    with pytest.raises(UnsupportedSpaceError, match=message):
+        ACER("MlpPolicy", ObservationSpaceEnv(observation_space))
+
+
+class DropoutExtractor(FlattenExtractor):
+    """A features extractor with dropout: its output differs between training and evaluation mode."""
+
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        super().__init__(observation_space)
+        self.dropout = th.nn.Dropout(0.5)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.dropout(super().forward(observations))
+
+
+def test_action_probability_evaluates_the_policy_in_evaluation_mode() -> None:
+    model = ACER(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=5,
+        seed=0,
+        policy_kwargs=dict(features_extractor_class=DropoutExtractor),
+    )
+    model.learn(20)
+    obs = np.full((3, 4), 0.3, dtype=np.float32)
+    first = model.action_probability(obs)
+    for _ in range(5):
+        np.testing.assert_array_equal(model.action_probability(obs), first)
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", "MlpLstmPolicy"])
+def test_policy_save_and_load_keep_the_features_extractor(policy: str, tmp_path: pathlib.Path) -> None:
+    """SB3's policy.save / Policy.load (not ACER's model files): the loaded policy is the same network."""
+    kwargs = dict(features_extractor_class=DropoutExtractor)
+    model = ACER(policy, "CartPole-v1", n_steps=5, seed=0, policy_kwargs=kwargs)
+    model.policy.save(tmp_path / "policy.pth")
+    loaded = type(model.policy).load(tmp_path / "policy.pth")
+    assert type(loaded.features_extractor) is DropoutExtractor
+    saved, restored = model.policy.state_dict(), loaded.state_dict()
+    assert saved.keys() == restored.keys()
+    assert all(th.equal(saved[key], restored[key]) for key in saved)
