@@ -275,6 +275,10 @@ class FrameStackReplayBuffer(SlotReplay):
                 raise ValueError(
                     f"heads[{key!r}] is {described}, expected {self.obs_dtype}{list(self.obs_shape)}"
                 )
+        whole = {key[:2] for key in self.heads if len(key) == 3}
+        for slot, env in whole:
+            if any((slot, env, t) not in self.heads for t in range(1, self.n_steps + 1)):
+                raise ValueError(f"heads hold part of the whole segment of slot {slot}, env {env}")
         tail = self._last_tail
         if tail is not None and (tail.shape, tail.dtype) != ((self.n_envs, *self.obs_shape), self.obs_dtype):
             raise ValueError(f"_last_tail is {tail.dtype}{list(tail.shape)}")

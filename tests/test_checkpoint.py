@@ -758,6 +758,10 @@ def test_frame_buffer_heads_of_another_shape_are_refused(tmp_path: pathlib.Path)
     for heads, message in (
         ({**buffer.heads, key: np.zeros((2, 2), dtype=np.uint8)}, r"heads\[\(\d+, \d+\)\] is uint8\[2, 2\]"),
         ({**buffer.heads, (9, 0): buffer.heads[key]}, r"heads key \(9, 0\) outside the buffer"),
+        (
+            {**buffer.heads, (1, 0, 2): buffer.heads[key]},
+            "heads hold part of the whole segment of slot 1, env 0",
+        ),
     ):
         damaged = copy.copy(buffer)
         damaged.heads = heads
