@@ -736,9 +736,9 @@ class ACER(BaseAlgorithm):
         start_timesteps = self.num_timesteps
         try:
             result = self._collect_segment(on_step)
-        except Exception:
-            # E.g. bad data from the env or a failed worker: nothing of this segment is kept, and the next
-            # learn() resets the env.
+        except BaseException:
+            # E.g. bad data from the env, a failed worker or a Ctrl-C: nothing of this segment is kept
+            # (the env has moved on from _last_obs), and the next learn() resets the env.
             self.num_timesteps = start_timesteps
             self._last_obs = None
             raise

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_acer.acer
@@ -485,3 +486,29 @@ def test_learn_checks_its_arguments_before_stepping() -> None:
     assert model.learn(1e1).num_timesteps == 10  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"total_timesteps must be a non-negative integer, got 10\.5"):
         model.learn(10.5)  # type: ignore[arg-type]
+
+
+class InterruptAt(BaseCallback):
+    """Raises KeyboardInterrupt (a Ctrl-C) at the given call of ``on_step``."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def _on_step(self) -> bool:
+        if self.n_calls == self.at:
+            raise KeyboardInterrupt
+        return True
+
+
+def test_ctrl_c_during_a_rollout_keeps_nothing_of_the_segment() -> None:
+    """As for an exception: the next learn() starts from a reset and num_timesteps is at the last complete
+    segment (the env had moved on from the observation the model held: a stored transition would have
+    joined two moments of the game)."""
+    model = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), **SMALL)
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(100, callback=InterruptAt(8))
+    assert model.num_timesteps == 5
+    assert model._last_obs is None  # the next learn() starts from a reset
+    model.learn(20, reset_num_timesteps=False)
+    assert model.num_timesteps == 25
