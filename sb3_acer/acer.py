@@ -912,13 +912,12 @@ class ACER(BaseAlgorithm):
             (``[1]`` for a single observation).
         """
         self._check_observation(observation)
+        self.policy.set_training_mode(False)  # as predict does: dropout and the like off
         if isinstance(self.policy, RecurrentACERPolicy):
-            self.policy.set_training_mode(False)
             inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
             with th.no_grad():
                 probs = self.policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
         else:
-            self.policy.set_training_mode(False)  # as predict does: dropout and the like off
             obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
             with th.no_grad():
                 probs = self.policy.action_probs(obs_tensor).cpu().numpy()

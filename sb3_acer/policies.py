@@ -108,6 +108,22 @@ class _CachedDevicePolicy(BasePolicy):
     """
 
     _cached_device: th.device | None = None
+    net_arch: Any
+    activation_fn: type[nn.Module]
+    ortho_init: bool
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        """What both ACER policies are built from (SB3's ``policy.save`` / ``Policy.load`` rebuild them
+        from it): the network's shape and features extractor besides ``BaseModel``'s spaces."""
+        data = super()._get_constructor_parameters()
+        data.update(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            ortho_init=self.ortho_init,
+            features_extractor_class=self.features_extractor_class,
+            features_extractor_kwargs=self.features_extractor_kwargs,
+        )
+        return data
 
     @property
     def device(self) -> th.device:
@@ -200,17 +216,6 @@ class ACERPolicy(_CachedDevicePolicy):
             }
             for module, gain in gains.items():
                 module.apply(partial(self.init_weights, gain=gain))
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(
-            net_arch=self.net_arch,
-            activation_fn=self.activation_fn,
-            ortho_init=self.ortho_init,
-            features_extractor_class=self.features_extractor_class,
-            features_extractor_kwargs=self.features_extractor_kwargs,
-        )
-        return data
 
     def forward(self, obs: PyTorchObs) -> PolicyOutput:
         """Policy logits and action values for a batch of (unprocessed) observations."""
@@ -455,15 +460,7 @@ class RecurrentACERPolicy(_CachedDevicePolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(
-            n_lstm=self.n_lstm,
-            layer_norm=self.layer_norm,
-            net_arch=self.net_arch,
-            activation_fn=self.activation_fn,
-            ortho_init=self.ortho_init,
-            features_extractor_class=self.features_extractor_class,
-            features_extractor_kwargs=self.features_extractor_kwargs,
-        )
+        data.update(n_lstm=self.n_lstm, layer_norm=self.layer_norm)
         return data
 
     def initial_state(self, n_envs: int) -> LSTMState:

@@ -109,6 +109,31 @@ def check_buffers_agree(
         assert_segments_equal(frames.get(slots), reference.get(slots))
 
 
+def paired_buffers(
+    env: VecEnv, n_steps: int, capacity: int, state_size: int = 0
+) -> tuple[FrameStackReplayBuffer, SegmentReplayBuffer]:
+    """The frame buffer make_replay_buffer picks for ``env``, and the whole-observation buffer beside it
+    (same capacity and sampling seed), to compare every read."""
+    n_envs = env.num_envs
+    buffer = make_replay_buffer(
+        env=env,
+        observation_space=env.observation_space,
+        buffer_size=capacity * n_steps,
+        n_steps=n_steps,
+        n_envs=n_envs,
+        n_actions=3,
+        seed=1,
+        state_size=state_size,
+    )
+    assert isinstance(buffer, FrameStackReplayBuffer)
+    shape = env.observation_space.shape
+    assert shape is not None
+    reference = SegmentReplayBuffer(
+        capacity * n_steps, n_steps, n_envs, shape, np.dtype(np.uint8), 3, seed=1, state_size=state_size
+    )
+    return buffer, reference
+
+
 @pytest.mark.parametrize(("n_steps", "frame_shape", "state_size"), [(5, (20, 24, 1), 0), (2, (20, 24, 3), 3)])
 def test_frame_buffer_returns_the_stacks_the_env_returned(
     n_steps: int, frame_shape: tuple[int, int, int], state_size: int
@@ -125,20 +150,7 @@ def test_frame_buffer_returns_the_stacks_the_env_returned(
     env.seed(0)
     obs_shape = env.observation_space.shape
     assert obs_shape == (n_stack * frame_shape[2], *frame_shape[:2])
-    buffer = make_replay_buffer(
-        env=env,
-        observation_space=env.observation_space,
-        buffer_size=capacity * n_steps,
-        n_steps=n_steps,
-        n_envs=n_envs,
-        n_actions=3,
-        seed=1,
-        state_size=state_size,
-    )
-    assert isinstance(buffer, FrameStackReplayBuffer)
-    reference = SegmentReplayBuffer(
-        capacity * n_steps, n_steps, n_envs, obs_shape, np.dtype(np.uint8), 3, seed=1, state_size=state_size
-    )
+    buffer, reference = paired_buffers(env, n_steps, capacity, state_size)
     rng = np.random.default_rng(0)
     state = {"obs": env.reset(), "starts": np.ones(n_envs, dtype=bool)}
     n_final = 0
@@ -205,19 +217,7 @@ def test_frame_buffer_keeps_segments_whose_frame_stream_breaks() -> None:
     n_envs, n_steps, capacity = 2, 4, 3
     env = VecTransposeImage(VecFrameStack(DummyVecEnv([lambda: NoiseFrameEnv((12, 10, 1))] * n_envs), 4))
     env.seed(0)
-    buffer = make_replay_buffer(
-        env=env,
-        observation_space=env.observation_space,
-        buffer_size=capacity * n_steps,
-        n_steps=n_steps,
-        n_envs=n_envs,
-        n_actions=3,
-        seed=1,
-    )
-    assert isinstance(buffer, FrameStackReplayBuffer)
-    reference = SegmentReplayBuffer(
-        capacity * n_steps, n_steps, n_envs, env.observation_space.shape, np.dtype(np.uint8), 3, seed=1
-    )
+    buffer, reference = paired_buffers(env, n_steps, capacity)
     rng = np.random.default_rng(0)
     state = {"obs": env.reset(), "starts": np.ones(n_envs, dtype=bool)}
     broke = 0
