@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from sb3_acer.segment import Segment
 
 __all__ = ["SegmentReplayBuffer", "SlotReplay", "available_memory_bytes"]
+
+
+def _all_finite(observations: np.ndarray) -> bool:
+    """Whether ``observations`` hold no NaN or inf (integer observations always do)."""
+    return not np.issubdtype(observations.dtype, np.inexact) or bool(np.isfinite(observations).all())
 
 
 def available_memory_bytes() -> int | None:
@@ -134,6 +139,15 @@ class SlotReplay:
                 raise ValueError(
                     f"final[{slot}] indexes outside the segment [T={self.n_steps}, E={self.n_envs}]"
                 )
+            if not _all_finite(observations):
+                raise ValueError(f"final[{slot}] observations hold NaN or inf")
+        for name, observations in self._stored_observations():
+            if not _all_finite(observations):
+                raise ValueError(f"{name} hold NaN or inf")
+
+    def _stored_observations(self) -> Iterator[tuple[str, np.ndarray]]:
+        """The observations stored besides ``final``, in pieces, each named for :meth:`check_values`."""
+        return iter(())
 
     def sample_slots(self) -> np.ndarray:
         """One uniformly drawn slot per environment, each from that environment's own generator."""
@@ -319,6 +333,10 @@ class SegmentReplayBuffer(SlotReplay):
         )
         self.next_idx = (self.next_idx + 1) % self.capacity
         self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
+
+    def _stored_observations(self) -> Iterator[tuple[str, np.ndarray]]:
+        for slot in range(self.num_in_buffer):
+            yield f"observations of slot {slot}", self.observations[slot]
 
     def get(self, slots: np.ndarray) -> Segment:
         """Assemble the segment made of env ``e``'s part of slot ``slots[e]``, for every ``e``.

@@ -15,6 +15,7 @@ previous segment's ``x_T``, e.g. after a stopped rollout). Interface and samplin
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 from gymnasium import spaces
@@ -282,6 +283,14 @@ class FrameStackReplayBuffer(SlotReplay):
         tail = self._last_tail
         if tail is not None and (tail.shape, tail.dtype) != ((self.n_envs, *self.obs_shape), self.obs_dtype):
             raise ValueError(f"_last_tail is {tail.dtype}{list(tail.shape)}")
+
+    def _stored_observations(self) -> Iterator[tuple[str, np.ndarray]]:
+        for slot in range(self.num_in_buffer):
+            yield f"frames of slot {slot}", self.frames[slot]
+        for key, observation in self.heads.items():
+            yield f"heads[{key!r}]", observation
+        if self._last_tail is not None:
+            yield "_last_tail", self._last_tail
 
     # ------------------------------------------------------------------ reading
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import gc
 import io
 import json
@@ -721,6 +722,14 @@ def _damage(buffer: Any, change: str) -> None:
         slot = next(k for k, (index, _) in enumerate(buffer.final) if len(index))
         index, obs = buffer.final[slot]
         buffer.final[slot] = (np.full_like(index, 7), obs)
+    elif change == "observation NaN":
+        buffer.observations[filled - 1, 3, 1, 2] = np.nan
+    elif change == "final observation inf":
+        slot = next(k for k, (index, _) in enumerate(buffer.final) if len(index))
+        index, obs = buffer.final[slot]
+        obs = obs.copy()
+        obs[0, 0] = -np.inf
+        buffer.final[slot] = (index, obs)
 
 
 @pytest.mark.parametrize(
@@ -732,6 +741,8 @@ def _damage(buffer: Any, change: str) -> None:
         ("mu rows that do not sum to 1", "mu_probs of a stored step do not sum to 1"),
         ("reward inf", "rewards hold NaN or inf"),
         ("final index outside the segment", r"final\[\d+\] indexes outside the segment"),
+        ("observation NaN", r"observations of slot \d+ hold NaN or inf"),
+        ("final observation inf", r"final\[\d+\] observations hold NaN or inf"),
     ],
 )
 def test_replay_buffer_values_that_put_cannot_store_are_refused_and_the_memory_kept(
@@ -747,6 +758,27 @@ def test_replay_buffer_values_that_put_cannot_store_are_refused_and_the_memory_k
     with pytest.raises(ReplayBufferFileError, match=message):
         model.load_replay_buffer(tmp_path / "damaged.pkl")
     assert model.replay_buffer is own
+
+
+def test_frame_buffer_non_finite_float_frames_are_refused(tmp_path: pathlib.Path) -> None:
+    space, segments = _frame_stack_segments(n_envs=2, n_steps=4, count=7)
+    buffer = FrameStackReplayBuffer(
+        20, 4, 2, space.shape, n_stack=4, n_actions=3, seed=3, obs_dtype=np.float32
+    )
+    for segment in segments:
+        buffer.put(dataclasses.replace(segment, observations=segment.observations.astype(np.float32)))
+    save_buffer(buffer, tmp_path / "finite")
+    assert load_buffer(tmp_path / "finite.pkl").num_in_buffer == buffer.num_in_buffer
+    head = next(iter(buffer.heads))
+    for name, damage, message in (
+        ("frame", lambda b: b.frames.__setitem__((1, 2, 0, 0, 5, 5), np.nan), r"frames of slot 1 hold NaN"),
+        ("head", lambda b: b.heads[head].__setitem__((0, 0, 0), np.inf), r"heads\[\(\d+, \d+\)\] hold NaN"),
+    ):
+        damaged = copy.deepcopy(buffer)
+        damage(damaged)
+        save_buffer(damaged, tmp_path / name)
+        with pytest.raises(ReplayBufferFileError, match=message):
+            load_buffer(tmp_path / f"{name}.pkl")
 
 
 def test_frame_buffer_heads_of_another_shape_are_refused(tmp_path: pathlib.Path) -> None:
