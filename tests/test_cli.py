@@ -682,6 +682,20 @@ def test_save_path_is_not_replaced_without_overwrite(
     assert json.loads((tmp_path / "mine.json").read_text())["env_id"] == "CartPole-v1"
 
 
+def test_overwrite_of_a_linked_save_path_replaces_the_link_and_keeps_its_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Decided: --overwrite replaces this run's files; a file elsewhere that a link points to is not one.
+    (tmp_path / "kept.zip").write_text("precious")
+    (tmp_path / "mine.zip").symlink_to(tmp_path / "kept.zip")
+    save = ["--save-path", str(tmp_path / "mine.zip"), "--timesteps", "100"]
+    code, _, err = train(capsys, tmp_path / "logs", *save)
+    assert_one_line_error(code, err, 2, f"{tmp_path / 'mine.zip'} exists; pass --overwrite")
+    assert train(capsys, tmp_path / "logs", *save, "--overwrite")[0] == 0
+    assert not (tmp_path / "mine.zip").is_symlink() and (tmp_path / "kept.zip").read_text() == "precious"
+    assert ACER.load(tmp_path / "mine.zip").num_timesteps >= 100
+
+
 def test_overwrite_removes_every_file_of_the_previous_run(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
