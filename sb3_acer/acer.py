@@ -545,6 +545,13 @@ class ACER(BaseAlgorithm):
     def _load_optimizer_state(self, state: dict[str, Any]) -> None:
         """Load an optimizer state dict saved with one parameter group or with the critic's apart (another
         ``q_lr_ratio``): the per-parameter state moves to the same parameter in this model's grouping."""
+        self._load_saved_optimizer_state(state)
+        if self.policy_kwargs.get("optimizer_class") is None:
+            # The model's rprop_alpha and rprop_epsilon (given to load, say) win over the saved settings.
+            for group in self.optimizer.param_groups:
+                group.update(alpha=self.rprop_alpha, eps=self.rprop_epsilon)
+
+    def _load_saved_optimizer_state(self, state: dict[str, Any]) -> None:
         if len(state["param_groups"]) == len(self.optimizer.param_groups):
             self.optimizer.load_state_dict(state)
             return

@@ -191,6 +191,24 @@ def test_load_kwargs_and_custom_objects_override_hyperparameters(trained: tuple[
         ACER.load(path, bogus=1)
 
 
+@pytest.mark.parametrize("q_lr_ratio", [None, 1.0])  # the saved grouping (two groups), or another one
+def test_load_overrides_of_the_optimizer_settings_reach_the_optimizer(
+    trained: tuple[ACER, pathlib.Path], q_lr_ratio: float | None
+) -> None:
+    # Found by review (stop 41): the saved optimizer state put back the saved alpha and eps.
+    _, path = trained
+    extra = {} if q_lr_ratio is None else {"q_lr_ratio": q_lr_ratio}
+    loaded = ACER.load(path, rprop_alpha=0.5, rprop_epsilon=0.1, **extra)
+    groups = loaded.optimizer.param_groups
+    assert len(groups) == (2 if q_lr_ratio is None else 1)
+    assert all((group["alpha"], group["eps"]) == (0.5, 0.1) for group in groups)
+    # The model's own settings win over those of a state given to set_parameters, too.
+    other = ACER.load(path)
+    other.set_parameters(loaded.get_parameters())
+    own = (HYPERPARAMETERS["rprop_alpha"], HYPERPARAMETERS["rprop_epsilon"])
+    assert all((group["alpha"], group["eps"]) == own for group in other.optimizer.param_groups)
+
+
 def optimizer_state_by_name(model: ACER) -> dict[str, dict[str, Any]]:
     names = {id(p): name for name, p in model.policy.named_parameters()}
     return {names[id(p)]: state for p, state in model.optimizer.state.items()}
