@@ -6,6 +6,7 @@ import contextlib
 import copy
 import inspect
 import io
+import os
 import pathlib
 import platform
 import sys
@@ -22,7 +23,9 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import (
     check_for_correct_spaces,
@@ -217,6 +220,12 @@ def _check_hyperparameters(params: dict[str, Any]) -> None:
     ):
         # torch.set_num_threads of a huge number kills the process (segmentation fault).
         fail("num_procs", f"must be a positive integer at most {MAX_NUM_PROCS}, or None")
+    verbose = params.get("verbose", 0)  # only the constructor's settings have verbose and tensorboard_log
+    if not isinstance(verbose, int | np.integer) or verbose < 0:
+        fail("verbose", "must be a non-negative integer")
+    tensorboard_log = params.get("tensorboard_log")
+    if tensorboard_log is not None and not isinstance(tensorboard_log, str | os.PathLike):
+        fail("tensorboard_log", "must be a folder path (str or os.PathLike) or None")
     check_seed(params.get("seed"))
     device = params.get("device", "auto")
     if not isinstance(device, th.device) and device != "auto":
@@ -372,6 +381,11 @@ class ACER(BaseAlgorithm):
             policy_class = self.policy_aliases[policy] if isinstance(policy, str) else policy
             _check_policy_kwargs(policy_class, policy_kwargs)
             _check_optimizer_kwargs(policy_kwargs)
+        if env is None and _init_setup_model:
+            raise ValueError(
+                "ACER needs an environment to build its networks: pass env (an env id, a gymnasium Env or "
+                "a VecEnv); ACER.load(path) reads a saved model without one"
+            )
         if env is not None:
             # Refuse unsupported spaces before BaseAlgorithm wraps the env: its own checks are asserts
             # (e.g. on unbounded Box actions) or name another algorithm's policies (Dict observations).
@@ -491,7 +505,36 @@ class ACER(BaseAlgorithm):
             self.lr_schedule_name, 1.0 - self._current_progress_remaining
         )
 
+    def _check_policy_takes(self, observation_space: spaces.Space) -> None:
+        """Raise :class:`UnsupportedSpaceError` unless a policy on SB3's ``NatureCNN`` (the Cnn policies)
+        gets images it can take; SB3 asserts, or the convolution fails with a message about kernel sizes."""
+        extractor = self.policy_kwargs.get("features_extractor_class")
+        for klass in self.policy_class.__mro__ if extractor is None else ():
+            init = klass.__dict__.get("__init__")
+            parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
+            if parameter is not None:  # the default of the nearest class that names it
+                extractor = parameter.default
+                break
+        if not (isinstance(extractor, type) and issubclass(extractor, NatureCNN)):
+            return
+        scaled = not self.policy_kwargs.get("normalize_images", True)
+        name = getattr(self.policy_class, "__name__", "the policy")
+        if not is_image_space(observation_space, check_channels=False, normalized_image=scaled):
+            raise UnsupportedSpaceError(
+                f"{name} needs image observations: uint8 [H, W, C] or [C, H, W] with values 0 to 255, "
+                "or float images already scaled, channel-first, with "
+                f"policy_kwargs=dict(normalize_images=False); got {observation_space}; use an Mlp policy "
+                "for other observations"
+            )
+        float_images = observation_space.dtype != np.uint8
+        if scaled and float_images and not is_image_space_channels_first(observation_space):  # type: ignore[arg-type]
+            raise UnsupportedSpaceError(
+                f"{name}: float images must be channel-first [C, H, W] (only uint8 images are transposed), "
+                f"got {observation_space}; transpose them with a wrapper"
+            )
+
     def _setup_model(self) -> None:
+        self._check_policy_takes(self.observation_space)
         self.set_random_seed(self.seed)
         network_kwargs = {
             key: value for key, value in self.policy_kwargs.items() if key not in OPTIMIZER_KEYS
@@ -653,7 +696,7 @@ class ACER(BaseAlgorithm):
         total_timesteps: int,
         callback: MaybeCallback = None,
         seed: int | None = None,
-        log_interval: int = 100,
+        log_interval: int | None = 100,
         tb_log_name: str = "ACER",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
@@ -686,6 +729,14 @@ class ACER(BaseAlgorithm):
             raise ValueError(
                 "this model has no environment; pass one to ACER.load(..., env=...) or set_env()"
             )
+        if log_interval is not None and (
+            not isinstance(log_interval, int | np.integer)
+            or isinstance(log_interval, bool)
+            or log_interval < 0
+        ):
+            raise ValueError(f"log_interval must be a non-negative integer or None, got {log_interval!r}")
+        if not isinstance(tb_log_name, str):
+            raise ValueError(f"tb_log_name must be a string, got {tb_log_name!r}")
         check_seed(seed)
         callbacks = callback if isinstance(callback, list) else [callback]
         if not all(c is None or isinstance(c, BaseCallback) or callable(c) for c in callbacks):
@@ -946,13 +997,21 @@ class ACER(BaseAlgorithm):
 
     # ------------------------------------------------------------------ environment
 
-    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        """Use ``env`` from now on; its spaces must match. A different number of envs is allowed.
+    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
+        """Use ``env`` (an environment, or an env id as the constructor takes) from now on; its spaces must
+        match. A different number of envs is allowed.
 
         With a different number of environments the replay memory, which is laid out per environment, is
         started afresh.
         """
-        env = self._wrap_env(env, self.verbose)
+        if env is None:
+            raise ValueError("set_env: env must be an environment or an env id, not None")
+        if getattr(self, "observation_space", None) is None:
+            raise ValueError(
+                "set_env: this model was built without an environment and has no spaces to match; "
+                "build it with ACER(policy, env)"
+            )
+        env = self._wrap_env(maybe_make_env(env, self.verbose), self.verbose)
         try:
             check_for_correct_spaces(env, self.observation_space, self.action_space)
         except ValueError as error:
@@ -1216,7 +1275,7 @@ class ACER(BaseAlgorithm):
     def load(
         cls: type[SelfACER],
         path: str | pathlib.Path | io.BufferedIOBase,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         custom_objects: dict[str, Any] | None = None,
         print_system_info: bool = False,
@@ -1227,7 +1286,8 @@ class ACER(BaseAlgorithm):
 
         Args:
             path: model file (path or file-like).
-            env: environment to continue training on (``None``: prediction only). Its spaces must match.
+            env: environment (or env id) to continue training on (``None``: prediction only). Its spaces
+                must match.
             device: device to load onto.
             custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
                 ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``).
@@ -1255,7 +1315,7 @@ class ACER(BaseAlgorithm):
     def _load(
         cls: type[SelfACER],
         path: str | pathlib.Path | io.BufferedIOBase,
-        env: GymEnv | None,
+        env: GymEnv | str | None,
         device: th.device | str,
         custom_objects: dict[str, Any] | None,
         print_system_info: bool,
@@ -1359,7 +1419,7 @@ class ACER(BaseAlgorithm):
             raise ModelFileError(f"{path}: data.json's n_envs must be a positive integer, not {n_envs!r}")
         model.n_envs = n_envs
         if env is not None:
-            env = model._wrap_env(env, model.verbose)
+            env = model._wrap_env(maybe_make_env(env, model.verbose), model.verbose)
             try:
                 check_for_correct_spaces(env, observation_space, action_space)
             except ValueError as error:
@@ -1371,7 +1431,7 @@ class ACER(BaseAlgorithm):
             model._vec_normalize_env = unwrap_vec_normalize(env)
         try:
             model._setup_model()
-        except AssertionError as error:  # SB3's networks assert what they need, e.g. NatureCNN images
+        except (AssertionError, UnsupportedSpaceError) as error:  # e.g. NatureCNN needs images
             # The caller's policy, or the file's own (then the file contradicts itself).
             raise (ValueError if policy_given else ModelFileError)(
                 f"load: the policy cannot be built for the saved observation space {observation_space}: "

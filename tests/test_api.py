@@ -628,6 +628,45 @@ def test_observation_spaces_the_networks_cannot_take_are_refused_up_front(
         ACER("MlpPolicy", ObservationSpaceEnv(observation_space))
 
 
+# ---------------------------------------------------------------------- found by review (stop 41)
+
+FLOAT_IMAGE_LAST = spaces.Box(0.0, 1.0, (36, 36, 1), np.float32)
+FLOAT_IMAGE_FIRST = spaces.Box(0.0, 1.0, (1, 36, 36), np.float32)
+CNN_NEEDS = r"needs image observations: uint8 \[H, W, C\] or \[C, H, W\]"
+
+
+@pytest.mark.parametrize("policy", ["CnnPolicy", "CnnLstmPolicy", "CnnLnLstmPolicy"])
+@pytest.mark.parametrize(
+    ("observation_space", "policy_kwargs", "message"),
+    [
+        (FLOAT_IMAGE_LAST, {}, CNN_NEEDS + r".*normalize_images=False.*got Box\(0.0, 1.0, \(36, 36, 1\)"),
+        (spaces.Box(-1.0, 1.0, (6,), np.float32), {}, CNN_NEEDS),
+        # Float images are not transposed: they must come channel-first.
+        (FLOAT_IMAGE_LAST, {"normalize_images": False}, r"float images must be channel-first \[C, H, W\]"),
+    ],
+)
+def test_a_cnn_policy_names_the_observations_it_needs(
+    policy: str, observation_space: spaces.Box, policy_kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(UnsupportedSpaceError, match=message):
+        ACER(policy, ObservationSpaceEnv(observation_space), n_steps=4, policy_kwargs=policy_kwargs)
+
+
+@pytest.mark.parametrize("policy", ["CnnPolicy", "CnnLstmPolicy"])
+def test_a_cnn_policy_learns_from_scaled_channel_first_float_images(policy: str) -> None:
+    model = ACER(
+        policy,
+        ObservationSpaceEnv(FLOAT_IMAGE_FIRST),
+        n_steps=4,
+        buffer_size=40,
+        replay_start=8,
+        seed=0,
+        policy_kwargs={"normalize_images": False},
+    )
+    model.learn(40)
+    assert model.num_timesteps == 40 and model._n_updates > 0
+
+
 class DropoutExtractor(FlattenExtractor):
     """A features extractor with dropout: its output differs between training and evaluation mode."""
 

@@ -488,6 +488,63 @@ def test_learn_checks_its_arguments_before_stepping() -> None:
         model.learn(10.5)  # type: ignore[arg-type]
 
 
+# ---------------------------------------------------------------------- found by review (stop 41)
+
+
+def test_learn_checks_log_interval_and_tb_log_name_before_stepping() -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+    for kwargs, message in (
+        ({"log_interval": "x"}, "log_interval must be a non-negative integer or None, got 'x'"),
+        ({"log_interval": -1}, "log_interval must be a non-negative integer or None, got -1"),
+        ({"tb_log_name": 3}, "tb_log_name must be a string, got 3"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            model.learn(20, **kwargs)
+    assert model.num_timesteps == 0 and model._last_obs is None
+    assert model.learn(10, log_interval=None).num_timesteps == 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"verbose": "x"}, "verbose must be a non-negative integer, got 'x'"),
+        ({"verbose": -1}, "verbose must be a non-negative integer, got -1"),
+        ({"tensorboard_log": 3}, "tensorboard_log must be a folder path (str or os.PathLike) or None, got 3"),
+    ],
+)
+def test_verbose_and_tensorboard_log_are_checked_when_the_model_is_built(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ACER("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+def test_verbose_true_and_a_path_tensorboard_log_are_accepted(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, verbose=True, tensorboard_log=tmp_path)
+    model.learn(10)
+    assert (tmp_path / "ACER_1").is_dir()
+
+
+def test_a_model_without_environment_says_so() -> None:
+    with pytest.raises(ValueError, match=r"ACER needs an environment to build its networks"):
+        ACER("MlpPolicy", None)
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5)
+    with pytest.raises(ValueError, match=r"set_env: env must be an environment or an env id, not None"):
+        model.set_env(None)  # type: ignore[arg-type]
+    assert model.get_env() is not None
+
+
+def test_set_env_and_load_take_an_env_id_as_the_constructor_does(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10)
+    model.set_env("CartPole-v1")
+    assert model.get_env() is not None and model.get_env().num_envs == 1
+    model.save(tmp_path / "m")
+    loaded = ACER.load(tmp_path / "m", env="CartPole-v1")
+    assert loaded.learn(10).num_timesteps == 10
+    with pytest.raises(ValueError, match="spaces differ"):
+        model.set_env("Acrobot-v1")
+
+
 class InterruptAt(BaseCallback):
     """Raises KeyboardInterrupt (a Ctrl-C) at the given call of ``on_step``."""
 
