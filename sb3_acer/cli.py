@@ -74,7 +74,7 @@ from sb3_acer.presets import (
 )
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 
-__all__ = ["CLIError", "check_can_create", "main"]
+__all__ = ["CLIError", "check_can_create", "check_optional", "main"]
 
 PROG = "sb3-acer"
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
@@ -455,6 +455,12 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
             {},
         )
         source = f"No preset for {args.env_id}: using ACER's defaults."
+    sticky = gym.spec(info.env_id).kwargs.get("repeat_action_probability", 0.0) if info.atari else 0.0
+    if sticky:
+        source += (
+            f" {info.env_id} keeps its sticky actions (repeat_action_probability={sticky}, as its version "
+            "defines); NoFrameskip-v4 ids, as SB2's run_atari used, have none."
+        )
     if "normalize" in overrides:
         try:
             parsed = normalize_kwargs(overrides.pop("normalize"))
@@ -592,7 +598,7 @@ def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
             return
 
 
-def _check_optional(module: str, purpose: str, install: str) -> None:
+def check_optional(module: str, purpose: str, install: str) -> None:
     try:
         __import__(module)
     except ImportError:
@@ -721,10 +727,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     if not args.no_progress_bar:
-        _check_optional("tqdm", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
-        _check_optional("rich", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        check_optional("tqdm", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        check_optional("rich", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
     if args.tensorboard_log is not None:
-        _check_optional("tensorboard", "--tensorboard-log", "pip install tensorboard")
+        check_optional("tensorboard", "--tensorboard-log", "pip install tensorboard")
     env_name = settings.env.env_id.replace("/", "-")
     run_name = f"{env_name}_{settings.seed}"
     run_dir = pathlib.Path(args.log_folder) / run_name

@@ -12,7 +12,8 @@ trained so far. Every --eval-freq steps the policy plays --n-eval-episodes full 
 seeded environments, whose true (unclipped) scores are printed, logged (eval/mean_reward) and saved in
 <logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean) are full-game, unclipped scores
 too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv, which
-`sb3-acer plot <logdir>/monitor` draws.
+`sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard events and
+progress.csv).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import pathlib
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.utils import get_latest_run_id
 
 from sb3_acer.acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.cli import CLIError, check_can_create
+from sb3_acer.cli import CLIError, check_can_create, check_optional
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization import saving_through_ctrl_c
 
@@ -74,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     game.add_argument(
         "--logdir",
         default=None,
-        help="folder for TensorBoard and CSV logs, Monitor files, evaluations and checkpoints; "
+        help="folder for TensorBoard and CSV logs (<logdir>/ACER_<n>), Monitor files, evaluations and "
+        "checkpoints; "
         "nothing is logged to disk without it" + default,
     )
 
@@ -158,7 +162,11 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_p
             raise ValueError(f"--{name.replace('_', '-')} must be 0 ({meaning}) or positive")
     ale_game_name(args.env)
     ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
+    if not args.no_progress_bar:
+        for module in ("tqdm", "rich"):
+            check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
     if logdir is not None:
+        check_optional("tensorboard", "--logdir", "pip install tensorboard")
         check_can_create(logdir, "--logdir", folder=True)
     final = save_path if save_path.suffix else save_path.with_suffix(".zip")
     check_can_create(final, "--save-path", folder=False)
@@ -205,6 +213,11 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         num_threads=args.env_threads,
     )
     model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
+    if logdir is not None:
+        # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's run folder.
+        run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+        formats = ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
+        model.set_logger(configure(str(run), formats))
 
     callbacks: list[BaseCallback] = []
     eval_env = None
@@ -261,6 +274,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         env.close()
         if eval_env is not None:
             eval_env.close()
+        if logdir is not None:
+            model.logger.close()  # flushes progress.csv and the TensorBoard events
     final = save_path if save_path.suffix else save_path.with_suffix(".zip")
     if args.verbose:
         print(f"saved the model to {final}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import os
 import pathlib
 import signal
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -584,6 +586,7 @@ def test_run_atari_trains_saves_checkpoints_and_evaluates_on_a_real_rom(
             "--n-eval-episodes=1",
             "--checkpoint-freq=120",
             f"--logdir={logdir}",
+            "--log-interval=2",
             "--verbose=0",
         ]
     )
@@ -599,6 +602,14 @@ def test_run_atari_trains_saves_checkpoints_and_evaluates_on_a_real_rom(
     assert evaluations["ep_lengths"].min() > 5 * 20  # a whole game of 5 lives
     assert list((logdir / "ACER_1").glob("events.out.tfevents.*"))
     assert list((logdir / "monitor").glob("*.monitor.csv"))  # the training games' scores, for plotting
+    # The CSV log the help promises, as SB2's logger wrote it: a row per log dump (--log-interval 2), and
+    # the evaluation's own row.
+    with open(logdir / "ACER_1" / "progress.csv") as file:
+        rows = [row for row in csv.DictReader(file) if row["time/iterations"]]
+        file.seek(0)
+        assert any(row["eval/mean_reward"] for row in csv.DictReader(file))
+    assert [int(row["time/iterations"]) for row in rows] == [2, 4]
+    assert all(float(row["train/loss"]) == float(row["train/loss"]) for row in rows)  # numbers, not NaN
 
 
 def test_run_atari_saves_the_model_when_interrupted(
@@ -680,6 +691,32 @@ def test_run_atari_help_documents_every_option() -> None:
     assert defaults.env == "BreakoutNoFrameskip-v4" and defaults.num_timesteps == 10_000_000
     assert defaults.n_envs == 16 and defaults.policy == "cnn" and defaults.lr_schedule == "constant"
     assert defaults.sampler == "ale-vector"
+
+
+@pytest.mark.parametrize(
+    ("blocked", "argv", "message"),
+    [
+        (["tqdm"], [], "the progress bar needs tqdm: pip install tqdm rich (or pass --no-progress-bar)"),
+        (["rich"], [], "the progress bar needs rich: pip install tqdm rich (or pass --no-progress-bar)"),
+        (["tensorboard"], ["--no-progress-bar"], "--logdir needs tensorboard: pip install tensorboard"),
+    ],
+)
+def test_run_atari_names_a_missing_optional_package_before_writing_anything(
+    blocked: list[str],
+    argv: list[str],
+    message: str,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for module in blocked:
+        monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, f"--logdir={tmp_path / 'logs'}", "--n-envs=2", "--num-timesteps=40"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message}" in err and "Traceback" not in err
+    assert not (tmp_path / "logs").exists()
 
 
 @pytest.mark.parametrize(

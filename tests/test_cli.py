@@ -624,6 +624,26 @@ def test_train_an_atari_game_with_run_atari_settings(
     assert type(model.policy).__name__ == "CnnPolicy"
 
 
+def test_a_v5_atari_id_keeps_its_sticky_actions_and_says_so() -> None:
+    # Decided (stop 41, by review): an ALE/...-v5 id is the game with sticky actions (Machado et al.,
+    # 2018); train keeps them (only the frame skip moves to AtariWrapper) and says so, and a NoFrameskip-v4
+    # id has none, as in SB2's run_atari.
+    pytest.importorskip("ale_py")
+    from sb3_acer.cli import make_env, resolve_env
+
+    for env_id, sticky in (("ALE/Pong-v5", 0.25), ("PongNoFrameskip-v4", 0.0)):
+        settings = settings_of(env_id)
+        note = "keeps its sticky actions (repeat_action_probability=0.25"
+        assert (note in settings.source) == (sticky > 0), settings.source
+        venv = make_env(resolve_env(env_id), n_envs=1, seed=0)
+        try:
+            ale = venv.envs[0].unwrapped  # type: ignore[attr-defined]
+            assert ale._frameskip == 1
+            assert ale.ale.getFloat("repeat_action_probability") == pytest.approx(sticky)
+        finally:
+            venv.close()
+
+
 def test_enjoy_carries_the_lstm_state_of_a_recurrent_model(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
