@@ -35,6 +35,7 @@ import os
 import pathlib
 import re
 import sys
+import tempfile
 import time
 import zipfile
 import zlib
@@ -591,6 +592,15 @@ def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
                 raise UsageError(f"{what} {path} cannot be created: {candidate} is a file")
             if not os.access(candidate, os.W_OK | os.X_OK):
                 raise UsageError(f"{what} {path} cannot be written: no write permission in {candidate}")
+            try:  # the permission bits can say yes where no file can be made (a read-only or special mount)
+                descriptor, probe = tempfile.mkstemp(prefix=".sb3-acer-probe-", dir=candidate)
+            except OSError as error:
+                raise UsageError(
+                    f"{what} {path} cannot be written: {candidate} refuses new files "
+                    f"({error.strerror or _one_line(error)})"
+                ) from None
+            os.close(descriptor)
+            os.unlink(probe)
             # A file is written as the hidden ".<name>.XXXXXXXX.tmp" first (an atomic save).
             name_max = os.pathconf(candidate, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
             if not folder and len(f".{path.name}.XXXXXXXX.tmp") > name_max:
@@ -698,6 +708,37 @@ def _describe(spec: WrapperSpec) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _save_run(
+    model: ACER, env: VecEnv, settings: TrainSettings, run_dir: pathlib.Path, model_path: pathlib.Path
+) -> pathlib.Path | None:
+    """Save the model, its normalisation statistics (returns their path, if any) and the run description
+    (``model.json``) at ``model_path``."""
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(model_path)
+    normalization_path = None
+    if isinstance(env, VecNormalize):
+        normalization_path = _sidecar(model_path, ".vecnormalize.npz")
+        save_normalization(env, normalization_path)
+    run_info = dict(
+        env_id=settings.env.env_id,
+        atari=settings.env.atari,
+        n_envs=settings.n_envs,
+        total_timesteps=settings.timesteps,
+        num_timesteps=int(model.num_timesteps),
+        policy=settings.policy,
+        normalize=settings.normalize,
+        normalize_kwargs=settings.normalize_kwargs,
+        env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
+        seed=settings.seed,
+        hyperparameters=_json_safe(settings.hyperparameters),
+        run_dir=str(run_dir),
+        sb3_acer_version=sb3_acer.__version__,
+    )
+    description = (json.dumps(run_info, indent=2) + "\n").encode()
+    write_atomically(_sidecar(model_path, ".json"), lambda file: file.write(description))
+    return normalization_path
 
 
 def _json_safe(value: Any) -> Any:
@@ -906,30 +947,27 @@ def _run(
     elapsed = time.perf_counter() - start
 
     with saving_through_ctrl_c() as pressed:
-        model_path.parent.mkdir(parents=True, exist_ok=True)
-        model.save(model_path)
-        normalization_path = None
-        if isinstance(env, VecNormalize):
-            normalization_path = _sidecar(model_path, ".vecnormalize.npz")
-            save_normalization(env, normalization_path)
-        run_info = dict(
-            env_id=settings.env.env_id,
-            atari=settings.env.atari,
-            n_envs=settings.n_envs,
-            total_timesteps=settings.timesteps,
-            num_timesteps=int(model.num_timesteps),
-            policy=settings.policy,
-            normalize=settings.normalize,
-            normalize_kwargs=settings.normalize_kwargs,
-            env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
-            seed=settings.seed,
-            hyperparameters=_json_safe(settings.hyperparameters),
-            run_dir=str(run_dir),
-            sb3_acer_version=sb3_acer.__version__,
-        )
-        description = (json.dumps(run_info, indent=2) + "\n").encode()
-        write_atomically(_sidecar(model_path, ".json"), lambda file: file.write(description))
-    env.close()
+        try:
+            normalization_path = _save_run(model, env, settings, run_dir, model_path)
+        except OSError as error:  # the disk filled up, the folder went away: keep the model where it can be
+            reason = error.strerror or _one_line(error)
+            for rescue_folder in (
+                lambda: run_dir,
+                lambda: pathlib.Path(tempfile.mkdtemp(prefix="sb3-acer-")),
+            ):
+                try:
+                    rescue = rescue_folder() / "model.zip"
+                    if rescue.resolve() == model_path.resolve():
+                        continue
+                    _save_run(model, env, settings, run_dir, rescue)
+                except OSError:
+                    continue
+                raise CLIError(
+                    f"cannot save the model to {model_path}: {reason}; the trained model is in {rescue}"
+                ) from None
+            raise CLIError(f"cannot save the model to {model_path} nor anywhere else: {reason}") from None
+        finally:
+            env.close()
 
     episodes = list(model.ep_info_buffer or [])
     print()

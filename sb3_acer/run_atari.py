@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
+import tempfile
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
@@ -203,6 +205,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     except (ValueError, CLIError) as error:
         parser.error(str(error))  # one line, exit status 2, before anything is made or written
     monitor_dir = str(logdir / "monitor") if logdir else None
+    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
 
     env = make_atari_vec_env(
         args.env,
@@ -268,15 +271,24 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         except KeyboardInterrupt:
             print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
         with saving_through_ctrl_c():
-            save_path.parent.mkdir(parents=True, exist_ok=True)
-            model.save(save_path)
+            try:
+                save_path.parent.mkdir(parents=True, exist_ok=True)
+                model.save(save_path)
+            except OSError as error:  # the disk filled up, the folder went away: keep the model elsewhere
+                rescue = pathlib.Path(tempfile.mkdtemp(prefix="sb3-acer-")) / final.name
+                model.save(rescue)
+                reason = error.strerror or error
+                print(
+                    f"error: cannot save the model to {final}: {reason}; the trained model is in {rescue}",
+                    file=sys.stderr,
+                )
+                raise SystemExit(1) from None
     finally:
         env.close()
         if eval_env is not None:
             eval_env.close()
         if logdir is not None:
             model.logger.close()  # flushes progress.csv and the TensorBoard events
-    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
     if args.verbose:
         print(f"saved the model to {final}")
     return final

@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -610,6 +611,31 @@ def test_run_atari_trains_saves_checkpoints_and_evaluates_on_a_real_rom(
         assert any(row["eval/mean_reward"] for row in csv.DictReader(file))
     assert [int(row["time/iterations"]) for row in rows] == [2, 4]
     assert all(float(row["train/loss"]) == float(row["train/loss"]) for row in rows)  # numbers, not NaN
+
+
+def test_run_atari_keeps_the_model_when_its_save_fails(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A disk that fills up during training: the model goes to a new temporary folder, said in one line."""
+    target = tmp_path / "pong.zip"
+    save = ACER.save
+
+    def full_disk(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        if pathlib.Path(path) == target:
+            raise OSError(28, "No space left on device")
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", full_disk)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    argv = ["--num-timesteps=40", "--n-envs=2", "--eval-freq=0", "--checkpoint-freq=0", "--no-progress-bar"]
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, f"--save-path={target}"])
+    assert raised.value.code == 1
+    (rescued,) = tmp_path.glob("sb3-acer-*/pong.zip")
+    err = capsys.readouterr().err
+    reason = "No space left on device"
+    assert err == f"error: cannot save the model to {target}: {reason}; the trained model is in {rescued}\n"
+    assert ACER.load(rescued).num_timesteps == 40
 
 
 def test_run_atari_saves_the_model_when_interrupted(

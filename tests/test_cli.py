@@ -12,6 +12,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import types
 import zipfile
 from typing import Any, ClassVar
@@ -714,6 +715,63 @@ def test_overwrite_of_a_linked_save_path_replaces_the_link_and_keeps_its_target(
     assert train(capsys, tmp_path / "logs", *save, "--overwrite")[0] == 0
     assert not (tmp_path / "mine.zip").is_symlink() and (tmp_path / "kept.zip").read_text() == "precious"
     assert ACER.load(tmp_path / "mine.zip").num_timesteps >= 100
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("flag", ["--save-path", "--log-folder"])
+def test_a_folder_that_refuses_new_files_is_found_before_training(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, flag: str
+) -> None:
+    # Found by review (stop 41): as root, os.access says /proc is writable, but no file can be made there;
+    # the run trained to the end and then failed (exit 1), losing the model and leaving its Monitor logs.
+    target = "/proc/acer.zip" if flag == "--save-path" else "/proc/acer-logs"
+    logs = ["--log-folder", str(tmp_path / "logs")] if flag == "--save-path" else []
+    code, out, err = run(capsys, "train", "CartPole-v1", *FAST, *logs, flag, target)
+    what = f"{flag} {target}" if flag == "--save-path" else f"the run folder {target}/CartPole-v1_0"
+    # (Without root the permission bits already say no.)
+    reason = "/proc refuses new files" if os.access("/proc", os.W_OK) else "no write permission in /proc"
+    assert_one_line_error(code, err, 2, f"{what} cannot be written: {reason}")
+    assert out == "" and not (tmp_path / "logs").exists()
+
+
+def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A disk that fills up during training: the trained model is saved where it can be, and said so.
+    target = tmp_path / "mine.zip"
+    save = ACER.save
+
+    def full_disk(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        if pathlib.Path(path) == target:
+            raise OSError(28, "No space left on device")
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", full_disk)
+    code, _, err = train(capsys, tmp_path / "logs", "--save-path", str(target), "--timesteps", "100")
+    rescued = tmp_path / "logs" / "CartPole-v1_0" / "model.zip"
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"cannot save the model to {target}: No space left on device; the trained model is in {rescued}",
+    )
+    assert ACER.load(rescued).num_timesteps >= 100
+    assert json.loads(rescued.with_suffix(".json").read_text())["env_id"] == "CartPole-v1"
+    assert not target.exists()
+    # The run folder itself refuses the model: a new temporary folder takes it.
+    target = tmp_path / "logs2" / "CartPole-v1_0" / "model.zip"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    code, _, err = train(capsys, tmp_path / "logs2", "--timesteps", "100")
+    (rescue_folder,) = (tmp_path / "tmp").glob("sb3-acer-*")
+    rescued = rescue_folder / "model.zip"
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"cannot save the model to {target}: No space left on device; the trained model is in {rescued}",
+    )
+    assert ACER.load(rescued).num_timesteps >= 100
 
 
 def test_overwrite_removes_every_file_of_the_previous_run(
