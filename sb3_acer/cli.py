@@ -4,8 +4,9 @@
   (``sb3_acer/presets/acer.yml``), otherwise with ACER's defaults. Every setting can be overridden. The run
   folder ``<log-folder>/<env>_<seed>/`` receives the ``Monitor`` logs (``<rank>.monitor.csv``), the model
   (``model.zip``), a description of the run (``model.json``), the observation statistics of
-  ``VecNormalize`` when the run normalises (``model.vecnormalize.npz``, plain arrays, no pickle) and the
-  evaluations of ``--eval-freq`` (``evaluations.npz``).
+  ``VecNormalize`` when the run normalises (``model.vecnormalize.npz``, plain arrays, no pickle), the
+  evaluations of ``--eval-freq`` (``evaluations.npz``) and the best evaluated model (``best_model.zip``,
+  with its ``best_model.json`` and statistics).
 - ``sb3-acer enjoy MODEL`` runs a saved model for a few episodes and prints the returns; it reads the
   environment id, its wrappers and the normalisation statistics written next to the model by ``train``.
 - ``sb3-acer plot RUN_DIR...`` draws episode return against environment steps from the ``Monitor`` logs,
@@ -101,7 +102,7 @@ OWN_FLAGS = {
 }
 #: ``--hyperparams`` keys that describe the run rather than the model.
 RUN_KEYS = ("normalize", "env_wrapper")
-BARE_STRING = re.compile(r"[A-Za-z_][\w.\-+/]*")
+BARE_STRING = re.compile(r"[A-Za-z_][\w.\-+/:]*")
 
 
 class CLIError(Exception):
@@ -378,6 +379,15 @@ def _model_file(path: str | pathlib.Path) -> pathlib.Path:
     return path if path.suffix else path.with_suffix(".zip")
 
 
+def _in_folder(path: str, name: str) -> str:
+    """``path``, or ``path/name`` where ``path`` names a folder: it ends in a separator, or is a folder
+    without suffix (a folder ``saved.zip`` is a mistake, reported as one)."""
+    names_folder = path.endswith(("/", os.sep)) or (
+        pathlib.Path(path).is_dir() and not pathlib.Path(path).suffix
+    )
+    return str(pathlib.Path(path) / name) if names_folder else path
+
+
 # ---------------------------------------------------------------------------------------------- train
 
 
@@ -616,7 +626,28 @@ def check_optional(module: str, purpose: str, install: str) -> None:
 
 
 #: The files a ``train`` run writes in its run folder (``--save-path`` moves the three ``model.*`` ones).
-RUN_FILES = ("*.monitor.csv", "evaluations.npz", "model.zip", "model.json", "model.vecnormalize.npz")
+RUN_FILES = (
+    "*.monitor.csv",
+    "evaluations.npz",
+    "model.zip",
+    "model.json",
+    "model.vecnormalize.npz",
+    "best_model.zip",
+    "best_model.json",
+    "best_model.vecnormalize.npz",
+)
+
+
+class CallbackOnBest(BaseCallback):
+    """Calls ``action`` each time the ``EvalCallback`` it is given to finds a new best mean return."""
+
+    def __init__(self, action: Callable[[], object]) -> None:
+        super().__init__()
+        self.action = action
+
+    def _on_step(self) -> bool:
+        self.action()
+        return True
 
 
 def _model_files(model_path: pathlib.Path) -> list[pathlib.Path]:
@@ -775,7 +806,9 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     env_name = settings.env.env_id.replace("/", "-")
     run_name = f"{env_name}_{settings.seed}"
     run_dir = pathlib.Path(args.log_folder) / run_name
-    model_path = _model_file(args.save_path) if args.save_path else run_dir / "model.zip"
+    model_path = (
+        _model_file(_in_folder(args.save_path, "model.zip")) if args.save_path else run_dir / "model.zip"
+    )
     # Everything is checked before anything is written: a failed command leaves the files as they were.
     check_can_create(run_dir, "the run folder", folder=True)
     if model_path.suffix != ".zip":
@@ -917,17 +950,23 @@ def _run(
 
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
+    on_best: CallbackOnBest | None = None
     if args.eval_freq:
         eval_env = make_env(settings.env, 1, settings.seed + 1000, wrappers=settings.env_wrapper)
         if isinstance(env, VecNormalize):
             # EvalCallback syncs its statistics with the training env's before each evaluation.
             eval_env = evaluation_normalization(eval_env, like=env)
+        best_path = run_dir / "best_model.zip"
+        on_best = CallbackOnBest(lambda: _save_run(model, env, settings, run_dir, best_path))
         eval_callback = EvalCallback(
             eval_env,
+            # The best model is saved with its description and the statistics of that moment (the zoo saves
+            # it alone), so that enjoy plays it as it was evaluated.
+            callback_on_new_best=on_best,
             n_eval_episodes=args.eval_episodes,
             eval_freq=max(args.eval_freq // settings.n_envs, 1),
             log_path=str(run_dir),
-            deterministic=True,
+            deterministic=not settings.env.atari,  # as the zoo: sampled actions on Atari (no stuck games)
             verbose=1,
         )
         callbacks.append(eval_callback)
@@ -989,6 +1028,11 @@ def _run(
         print(
             f"  evaluation return ({_count(len(last), 'episode')} at step {at_step}): "
             f"{last.mean():.2f} +/- {last.std():.2f} (best {eval_callback.best_mean_reward:.2f})"
+        )
+    if eval_callback is not None and on_best is not None and on_best.n_calls:
+        print(
+            f"  best model: {run_dir / 'best_model.zip'} (evaluation return "
+            f"{eval_callback.best_mean_reward:.2f} at step {on_best.num_timesteps})"
         )
     print(f"  model: {model_path}")
     if normalization_path is not None:
@@ -1276,7 +1320,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise CLIError("plotting needs matplotlib and pandas: pip install 'sb3-acer[plot]'") from None
     figure = Figure(figsize=(7, 4.5), dpi=args.dpi)
     FigureCanvasAgg(figure)
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(_in_folder(args.out, "learning_curves.png"))
     if not out.suffix:
         out = out.with_suffix(".png")
     if out.suffix.lower() not in PLOT_FORMATS:
@@ -1417,7 +1461,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
     train.add_argument(
-        "--save-path", help="model file, .zip (default: <run folder>/model.zip); its .json goes beside it"
+        "--save-path",
+        help="model file, .zip, or a folder for model.zip (default: <run folder>/model.zip); its .json goes "
+        "beside it",
     )
     train.add_argument("--tensorboard-log", metavar="DIR", help="write TensorBoard logs to DIR")
     train.add_argument(
@@ -1461,8 +1507,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--out",
         default="learning_curves.png",
-        help="image file, replaced if it exists; .png is added to a name without suffix, .pdf, .svg and "
-        ".jpg also work (default: learning_curves.png)",
+        help="image file, replaced if it exists, or a folder for learning_curves.png; .png is added to a "
+        "name without suffix, .pdf, .svg and .jpg also work (default: learning_curves.png)",
     )
     plot.add_argument("--window", type=_positive_int, default=10, help="episodes per moving average (10)")
     plot.add_argument("--title", help="figure title")

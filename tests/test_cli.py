@@ -218,6 +218,7 @@ def test_parse_hyperparams_reads_literals_and_bare_words() -> None:
             "policy_kwargs={'net_arch': [32, {'pi': [8]}]}",
             "device='cpu'",
             "name=' a b '",
+            "other=cuda:0",  # found by review (stop 41): device=cuda:0 was "not a Python literal"
         ]
     )
     assert parsed == {
@@ -229,6 +230,7 @@ def test_parse_hyperparams_reads_literals_and_bare_words() -> None:
         "policy_kwargs": {"net_arch": [32, {"pi": [8]}]},
         "device": "cpu",
         "name": " a b ",
+        "other": "cuda:0",
     }
 
 
@@ -772,6 +774,93 @@ def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
         f"cannot save the model to {target}: No space left on device; the trained model is in {rescued}",
     )
     assert ACER.load(rescued).num_timesteps >= 100
+
+
+@pytest.mark.parametrize("spelling", ["{folder}", "{folder}/"])
+def test_a_save_path_or_plot_out_naming_a_folder_writes_inside_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    # Found by review (stop 41): --save-path models/ wrote models.zip beside the folder, and plot --out
+    # plots/ wrote plots.png beside it.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    code, out, err = train(capsys, tmp_path / "logs", "--save-path", spelling.format(folder="models"))
+    assert code == 0, err
+    assert sorted(path.name for path in (tmp_path / "models").iterdir()) == ["model.json", "model.zip"]
+    assert f"model: {pathlib.Path('models') / 'model.zip'}" in out and not (tmp_path / "models.zip").exists()
+    # A new folder: a trailing separator says it is one.
+    if spelling.endswith("/"):
+        assert train(capsys, tmp_path / "logs", "--save-path", "new/", "--seed", "1")[0] == 0
+        assert (tmp_path / "new" / "model.zip").is_file()
+    (tmp_path / "plots").mkdir()
+    code, out, err = run(capsys, "plot", str(tmp_path / "logs"), "--out", spelling.format(folder="plots"))
+    assert code == 0, err
+    assert [path.name for path in (tmp_path / "plots").iterdir()] == ["learning_curves.png"]
+    assert not (tmp_path / "plots.png").exists()
+
+
+def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review (stop 41): as the zoo does, --eval-freq keeps the best evaluated model; here with the
+    # run description and the normalisation statistics of that moment, so that enjoy plays it as it was.
+    import sb3_acer.cli
+
+    evaluations: list[bool] = []
+    real = sb3_acer.cli.EvalCallback
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        evaluations.append(kwargs["deterministic"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sb3_acer.cli, "EvalCallback", recording)
+    extra = [
+        "--timesteps",
+        "200",
+        "--eval-freq",
+        "50",
+        "--eval-episodes",
+        "2",
+        "--hyperparams",
+        "normalize=True",
+    ]
+    code, out, err = train(capsys, tmp_path, *extra)
+    assert code == 0, err
+    run_dir = tmp_path / "CartPole-v1_0"
+    best = run_dir / "best_model.zip"
+    results = np.load(run_dir / "evaluations.npz")
+    mean_returns = results["results"].mean(axis=1)
+    best_step = int(results["timesteps"][int(np.argmax(mean_returns))])  # the first of equal bests
+    assert ACER.load(best).num_timesteps == best_step
+    description = json.loads((run_dir / "best_model.json").read_text())
+    assert description["num_timesteps"] == best_step and description["env_id"] == "CartPole-v1"
+    assert (run_dir / "best_model.vecnormalize.npz").is_file()
+    assert f"best model: {best} (evaluation return {mean_returns.max():.2f} at step {best_step})" in out
+    assert run(capsys, "enjoy", str(best), "--episodes", "1")[0] == 0
+    assert evaluations == [True]  # a classic control game is evaluated deterministically, as in the zoo
+    # --overwrite removes the best model too.
+    assert train(capsys, tmp_path, "--timesteps", "100", "--overwrite")[0] == 0
+    assert not best.exists() and not (run_dir / "best_model.json").exists()
+
+
+def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ale_py")
+    import sb3_acer.cli
+
+    evaluations: list[bool] = []
+    real = sb3_acer.cli.EvalCallback
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        evaluations.append(kwargs["deterministic"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sb3_acer.cli, "EvalCallback", recording)
+    pong = ["PongNoFrameskip-v4", "--n-envs", "2", "--timesteps", "40", "--eval-freq", "1000"]
+    code, _, err = run(capsys, "train", *pong, "--no-progress-bar", "--log-folder", str(tmp_path))
+    assert code == 0, err
+    assert evaluations == [False]
 
 
 def test_overwrite_removes_every_file_of_the_previous_run(
