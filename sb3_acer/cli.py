@@ -64,6 +64,7 @@ from sb3_acer.presets import (
     PresetError,
     WrapperSpec,
     available_presets,
+    check_env_kwargs,
     env_wrappers,
     evaluation_normalization,
     has_atari_defaults,
@@ -130,7 +131,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} -h')")
 
 
-def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
+def parse_hyperparams(items: Sequence[str], flag: str = "--hyperparams") -> dict[str, Any]:
     """Parse ``key=value`` items; values are Python literals (``ast.literal_eval``), bare strings, or the
     expressions the zoo writes, such as ``dict(net_arch=[64, 64], activation_fn=nn.ReLU)``
     (:func:`~sb3_acer.presets.read_expression`, which evaluates nothing).
@@ -143,7 +144,7 @@ def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
-            raise UsageError(f"--hyperparams expects key=value, got {item!r}")
+            raise UsageError(f"{flag} expects key=value, got {item!r}")
         text = text.strip()
         try:
             value = ast.literal_eval(text)
@@ -155,11 +156,11 @@ def parse_hyperparams(items: Sequence[str]) -> dict[str, Any]:
                     value = read_expression(text)
                 except SyntaxError:
                     raise UsageError(
-                        f"--hyperparams {key}: {text!r} is not a Python literal (quote strings with "
+                        f"{flag} {key}: {text!r} is not a Python literal (quote strings with "
                         "spaces or symbols, e.g. key=\"'a b'\")"
                     ) from None
                 except ValueError as error:
-                    raise UsageError(f"--hyperparams {key}: {error}") from None
+                    raise UsageError(f"{flag} {key}: {error}") from None
         result[key] = value
     return result
 
@@ -238,8 +239,10 @@ def make_env(
     render_mode: str | None = None,
     video: Callable[[gym.Env], gym.Env] | None = None,
     wrappers: tuple[WrapperSpec, ...] = (),
+    env_kwargs: dict[str, Any] | None = None,
 ) -> VecEnv:
-    """A ``DummyVecEnv`` of ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack).
+    """A ``DummyVecEnv`` of ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack),
+    each made by ``gymnasium.make(env_id, **env_kwargs)``.
 
     ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
     run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.
@@ -252,14 +255,20 @@ def make_env(
         env = AtariWrapper(env) if info.atari else env
         return outer(env) if outer is not None else env
 
-    env_kwargs: dict[str, Any] = {}
+    make_kwargs: dict[str, Any] = {}
     if render_mode is not None:
-        env_kwargs["render_mode"] = render_mode
+        make_kwargs["render_mode"] = render_mode
     if info.atari and gym.spec(info.env_id).kwargs.get("frameskip") != 1:
-        env_kwargs["frameskip"] = 1  # AtariWrapper skips frames itself
+        make_kwargs["frameskip"] = 1  # AtariWrapper skips frames itself
+    make_kwargs.update(env_kwargs or {})
 
     def make(**kwargs: Any) -> gym.Env:
-        env = gym.make(info.env_id, **kwargs)
+        try:
+            env = gym.make(info.env_id, **kwargs)
+        except TypeError as error:  # an argument the environment does not take
+            raise ValueError(
+                f"{info.env_id} cannot be made with env_kwargs {env_kwargs}: {_one_line(error)}"
+            ) from None
         return video(env) if video is not None else env
 
     try:
@@ -269,7 +278,7 @@ def make_env(
             seed=seed,
             monitor_dir=None if monitor_dir is None else str(monitor_dir),
             wrapper_class=wrap,
-            env_kwargs=env_kwargs,
+            env_kwargs=make_kwargs,
         )
     except gym.error.DependencyNotInstalled as error:
         raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
@@ -406,6 +415,8 @@ class TrainSettings(NamedTuple):
     hyperparameters: dict[str, Any]
     seed: int
     source: str
+    #: Keyword arguments of ``gymnasium.make`` (the preset's ``env_kwargs`` with ``--env-kwargs`` over them).
+    env_kwargs: dict[str, Any]
 
 
 def train_settings(args: argparse.Namespace) -> TrainSettings:
@@ -429,11 +440,13 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         _check_preset_values(preset)
     vec_normalize_kwargs: dict[str, Any] = {}
     wrappers: tuple[WrapperSpec, ...] = ()
+    env_kwargs: dict[str, Any] = {}
     if preset is not None:
         n_envs, timesteps, policy = preset.n_envs, preset.n_timesteps, preset.policy
         normalize, hyperparameters = preset.normalize, dict(preset.hyperparameters)
         vec_normalize_kwargs = dict(preset.normalize_kwargs)
         wrappers = preset.env_wrapper
+        env_kwargs = dict(preset.env_kwargs)
         source = f"Using the tuned preset for {args.env_id} ({PRESET_FILE})."
         if info.atari:
             which = (
@@ -484,6 +497,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         except ValueError as error:
             raise UsageError(f"--hyperparams {error}") from None
     hyperparameters.update(overrides)
+    env_kwargs.update(_env_kwargs(args.env_kwargs))
     if "policy_kwargs" in hyperparameters:
         hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
     if args.n_envs is not None:
@@ -503,7 +517,17 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         hyperparameters=hyperparameters,
         seed=args.seed,
         source=source,
+        env_kwargs=env_kwargs,
     )
+
+
+def _env_kwargs(items: list[str] | None) -> dict[str, Any]:
+    """``--env-kwargs key=value ...``, read as ``--hyperparams`` are."""
+    parsed = parse_hyperparams(items or [], flag="--env-kwargs")
+    try:
+        return check_env_kwargs(parsed)
+    except ValueError as error:
+        raise UsageError(f"--{error}".replace("--env_kwargs", "--env-kwargs", 1)) from None
 
 
 def _check_preset_values(preset: Preset) -> None:
@@ -691,7 +715,12 @@ def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space
 def _training_env(settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None) -> VecEnv:
     """The run's training env: ``n_envs`` wrapped envs, in ``VecNormalize`` when the run normalises."""
     env = make_env(
-        settings.env, n_envs, settings.seed, monitor_dir=monitor_dir, wrappers=settings.env_wrapper
+        settings.env,
+        n_envs,
+        settings.seed,
+        monitor_dir=monitor_dir,
+        wrappers=settings.env_wrapper,
+        env_kwargs=settings.env_kwargs,
     )
     if not settings.normalize:
         return env
@@ -762,6 +791,7 @@ def _save_run(
         normalize=settings.normalize,
         normalize_kwargs=settings.normalize_kwargs,
         env_wrapper=[{spec.name: spec.kwargs} for spec in settings.env_wrapper],
+        env_kwargs=_json_safe(settings.env_kwargs),
         seed=settings.seed,
         hyperparameters=_json_safe(settings.hyperparameters),
         run_dir=str(run_dir),
@@ -952,7 +982,13 @@ def _run(
     eval_callback: EvalCallback | None = None
     on_best: CallbackOnBest | None = None
     if args.eval_freq:
-        eval_env = make_env(settings.env, 1, settings.seed + 1000, wrappers=settings.env_wrapper)
+        eval_env = make_env(
+            settings.env,
+            1,
+            settings.seed + 1000,
+            wrappers=settings.env_wrapper,
+            env_kwargs=settings.env_kwargs,
+        )
         if isinstance(env, VecNormalize):
             # EvalCallback syncs its statistics with the training env's before each evaluation.
             eval_env = evaluation_normalization(eval_env, like=env)
@@ -1106,8 +1142,10 @@ def _enjoy(args: argparse.Namespace) -> int:
     info = resolve_env(env_id)
     try:
         wrappers = env_wrappers(run_info.get("env_wrapper"))
+        env_kwargs = check_env_kwargs(run_info.get("env_kwargs") or {})
     except ValueError as error:
         raise CLIError(f"{info_path}: {error}") from None
+    env_kwargs.update(_env_kwargs(args.env_kwargs))
     if args.video_folder is not None and args.render:
         raise UsageError("--render and --video-folder cannot be combined")
     if args.video_folder is not None:
@@ -1125,7 +1163,9 @@ def _enjoy(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot load {model_path}: {_one_line(error)}") from None
     render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
     try:
-        env = make_env(info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers)
+        env = make_env(
+            info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers, env_kwargs=env_kwargs
+        )
     except CLIError:
         raise
     except (ValueError, TypeError, AssertionError) as error:  # a saved wrapper that cannot wrap this env
@@ -1373,6 +1413,7 @@ examples:
   {PROG} train CartPole-v1 --seed 1 --timesteps 20000 --eval-freq 5000
   {PROG} train Acrobot-v1 --n-envs 8 --hyperparams ent_coef=0.01 lr_schedule=constant normalize=True
   {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': {{'pi': [128], 'qf': [256]}}}}"
+  {PROG} train FrozenLake-v1 --env-kwargs is_slippery=False
   {PROG} train PongNoFrameskip-v4 --tensorboard-log tb/
 
 Presets: {{presets}}.
@@ -1459,6 +1500,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override constructor arguments, e.g. ent_coef=0.01 lr_schedule=constant",
     )
+    train.add_argument(
+        "--env-kwargs",
+        nargs="+",
+        action="extend",
+        metavar="KEY=VALUE",
+        help="keyword arguments of gymnasium.make (the zoo's --env-kwargs), over the preset's env_kwargs, "
+        "e.g. sutton_barto_reward=True; saved in model.json for enjoy",
+    )
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
     train.add_argument(
         "--save-path",
@@ -1488,6 +1537,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
+    enjoy.add_argument(
+        "--env-kwargs",
+        nargs="+",
+        action="extend",
+        metavar="KEY=VALUE",
+        help="keyword arguments of gymnasium.make, over those MODEL.json saved",
+    )
     enjoy.add_argument("--episodes", type=_positive_int, default=5, help="number of episodes (default 5)")
     enjoy.add_argument("--deterministic", action="store_true", help="take the most probable action")
     enjoy.add_argument("--seed", type=_seed, default=0, help="environment seed (default 0)")

@@ -863,6 +863,55 @@ def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
     assert evaluations == [False]
 
 
+def test_env_kwargs_reach_training_evaluation_and_enjoy(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # By review (stop 41): the zoo's --env-kwargs. CartPole's Sutton-Barto reward is 0 a step and -1 at
+    # the end, so every return shows which environment played.
+    kwargs = ["--env-kwargs", "sutton_barto_reward=True"]
+    code, _, err = train(capsys, tmp_path, "--timesteps", "200", "--eval-freq", "100", *kwargs)
+    assert code == 0, err
+    run_dir = tmp_path / "CartPole-v1_0"
+    assert all(float(r) <= 0 for r in load_results(str(run_dir))["r"])
+    assert np.all(np.load(run_dir / "evaluations.npz")["results"] == -1.0)
+    assert json.loads((run_dir / "model.json").read_text())["env_kwargs"] == {"sutton_barto_reward": True}
+    code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "2")
+    assert code == 0, err
+    assert "return -1.00" in out
+    # Given to enjoy, they are laid over the saved ones.
+    code, out, err = run(
+        capsys, "enjoy", str(run_dir), "--episodes", "1", "--env-kwargs", "sutton_barto_reward=False"
+    )
+    assert code == 0, err
+    assert "return -1.00" not in out
+
+
+def test_env_kwargs_of_a_preset_and_their_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_presets(monkeypatch, {"CartPole-v1": {"n_envs": 2, "env_kwargs": {"sutton_barto_reward": True}}})
+    assert settings_of("CartPole-v1").env_kwargs == {"sutton_barto_reward": True}
+    assert settings_of("CartPole-v1", "--env-kwargs", "sutton_barto_reward=False").env_kwargs == {
+        "sutton_barto_reward": False
+    }
+    code, _, err = train(capsys, tmp_path, "--env-kwargs", "bogus=1")
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        "invalid settings: CartPole-v1 cannot be made with env_kwargs "
+        "{'sutton_barto_reward': True, 'bogus': 1}",
+    )
+    code, _, err = train(capsys, tmp_path, "--env-kwargs", "render_mode='human'")
+    assert_one_line_error(code, err, 2, "--env-kwargs render_mode: enjoy --render and --video-folder set it")
+    use_presets(monkeypatch, {"CartPole-v1": {"env_kwargs": [1]}})
+    code, _, err = train(capsys, tmp_path)
+    assert_one_line_error(
+        code, err, 2, "preset 'CartPole-v1' in sb3_acer/presets/acer.yml: env_kwargs must map"
+    )
+    assert not tmp_path.joinpath("CartPole-v1_0").exists()
+
+
 def test_overwrite_removes_every_file_of_the_previous_run(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:

@@ -1,8 +1,8 @@
 """Tuned hyperparameter presets, in the rl-baselines3-zoo YAML format (``acer.yml``).
 
 Each entry is keyed by environment id; ``n_envs``, ``n_timesteps``, ``policy``, ``normalize``,
-``env_wrapper`` and ``frame_stack`` describe the run, every other key is an ``ACER`` constructor argument.
-As in the zoo:
+``env_wrapper``, ``frame_stack`` and ``env_kwargs`` (keyword arguments of ``gymnasium.make``) describe the
+run, every other key is an ``ACER`` constructor argument. As in the zoo:
 
 - ``normalize`` is ``true`` (``VecNormalize`` with its defaults) or a dict of ``VecNormalize`` arguments
   (:data:`NORMALIZE_KEYS`), written as a string, ``"{'norm_obs': False, 'norm_reward': True}"`` or
@@ -52,6 +52,7 @@ __all__ = [
     "PresetError",
     "WrapperSpec",
     "available_presets",
+    "check_env_kwargs",
     "env_wrappers",
     "evaluation_normalization",
     "has_atari_defaults",
@@ -63,7 +64,7 @@ __all__ = [
     "zoo_schedules",
 ]
 
-RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize", "env_wrapper", "frame_stack")
+RUN_KEYS = ("n_envs", "n_timesteps", "policy", "normalize", "env_wrapper", "frame_stack", "env_kwargs")
 #: Where the presets are, as error messages name the file.
 PRESET_FILE = "sb3_acer/presets/acer.yml"
 #: The entry that applies to every Atari game without its own, as in the zoo.
@@ -112,6 +113,8 @@ class Preset:
     env_wrapper: tuple[WrapperSpec, ...] = ()
     #: The entry of the preset file it comes from: ``env_id``, or ``"atari"`` for an Atari game without one.
     entry: str = ""
+    #: Keyword arguments of ``gymnasium.make`` (the zoo's ``env_kwargs``).
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def _text() -> str:
@@ -215,8 +218,10 @@ def _preset(env_id: str, name: str, raw: Any, defaults: dict[str, Any], *, atari
                 f"frame_stack: only {ATARI_FRAME_STACK} is supported (the stack the CLI builds), "
                 f"got {frame_stack!r}"
             )
+    env_kwargs = check_env_kwargs(entry.pop("env_kwargs", None) or {})
     return Preset(
         env_id=env_id,
+        env_kwargs=env_kwargs,
         n_envs=_whole(entry.pop("n_envs", 1), "n_envs"),
         n_timesteps=_whole(entry.pop("n_timesteps", 1e6), "n_timesteps"),
         policy=str(entry.pop("policy", "MlpPolicy")),
@@ -226,6 +231,19 @@ def _preset(env_id: str, name: str, raw: Any, defaults: dict[str, Any], *, atari
         env_wrapper=wrappers,
         entry=name,
     )
+
+
+def check_env_kwargs(value: Any) -> dict[str, Any]:
+    """``value`` if it can be given to ``gymnasium.make`` as keyword arguments.
+
+    Raises:
+        ValueError: not a mapping of names, or it sets ``render_mode`` (``enjoy`` sets that).
+    """
+    if not isinstance(value, dict) or not all(isinstance(key, str) and key.isidentifier() for key in value):
+        raise ValueError(f"env_kwargs must map argument names to values, got {value!r}")
+    if "render_mode" in value:
+        raise ValueError("env_kwargs render_mode: enjoy --render and --video-folder set it")
+    return dict(value)
 
 
 def _whole(value: Any, key: str) -> int:
