@@ -52,7 +52,13 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.utils import check_for_correct_spaces, safe_mean
-from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize, VecTransposeImage
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    VecEnv,
+    VecFrameStack,
+    VecNormalize,
+    VecTransposeImage,
+)
 
 import sb3_acer
 from sb3_acer.acer import ACER
@@ -76,6 +82,7 @@ from sb3_acer.presets import (
     zoo_schedules,
 )
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
+from sb3_acer.vec_env import SafeSubprocVecEnv
 
 __all__ = ["CLIError", "check_can_create", "check_optional", "main"]
 
@@ -240,9 +247,11 @@ def make_env(
     video: Callable[[gym.Env], gym.Env] | None = None,
     wrappers: tuple[WrapperSpec, ...] = (),
     env_kwargs: dict[str, Any] | None = None,
+    subprocesses: bool = False,
 ) -> VecEnv:
-    """A ``DummyVecEnv`` of ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack),
-    each made by ``gymnasium.make(env_id, **env_kwargs)``.
+    """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.vec_env.SafeSubprocVecEnv`) of
+    ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack), each made by
+    ``gymnasium.make(env_id, **env_kwargs)``.
 
     ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
     run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.
@@ -279,6 +288,7 @@ def make_env(
             monitor_dir=None if monitor_dir is None else str(monitor_dir),
             wrapper_class=wrap,
             env_kwargs=make_kwargs,
+            vec_env_cls=SafeSubprocVecEnv if subprocesses else DummyVecEnv,
         )
     except gym.error.DependencyNotInstalled as error:
         raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
@@ -712,7 +722,9 @@ def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space
         )
 
 
-def _training_env(settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None) -> VecEnv:
+def _training_env(
+    settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None, subprocesses: bool = False
+) -> VecEnv:
     """The run's training env: ``n_envs`` wrapped envs, in ``VecNormalize`` when the run normalises."""
     env = make_env(
         settings.env,
@@ -721,6 +733,7 @@ def _training_env(settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Pat
         monitor_dir=monitor_dir,
         wrappers=settings.env_wrapper,
         env_kwargs=settings.env_kwargs,
+        subprocesses=subprocesses,
     )
     if not settings.normalize:
         return env
@@ -855,7 +868,8 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     print(settings.source)
     print(
         f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
-        f"{settings.n_envs} envs, seed {settings.seed}"
+        f"{settings.n_envs} envs{' (SafeSubprocVecEnv)' if args.vec_env == 'subproc' else ''}, "
+        f"seed {settings.seed}"
         + (", VecNormalize" if settings.normalize else "")
         + (f"({settings.normalize_kwargs})" if settings.normalize and settings.normalize_kwargs else "")
         + "".join(f", {_describe(spec)}" for spec in settings.env_wrapper)
@@ -948,7 +962,9 @@ def _run(
 
     env: VecEnv | None = None
     try:
-        env = _training_env(settings, settings.n_envs, monitor_dir=run_dir)
+        env = _training_env(
+            settings, settings.n_envs, monitor_dir=run_dir, subprocesses=args.vec_env == "subproc"
+        )
         model = ACER(
             settings.policy,
             env,
@@ -1507,6 +1523,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="keyword arguments of gymnasium.make (the zoo's --env-kwargs), over the preset's env_kwargs, "
         "e.g. sutton_barto_reward=True; saved in model.json for enjoy",
+    )
+    train.add_argument(
+        "--vec-env",
+        choices=("dummy", "subproc"),
+        default="dummy",
+        help="dummy: the envs step in this process (default); subproc: each in its own process "
+        "(SafeSubprocVecEnv, for envs slow to step), as the zoo's --vec-env",
     )
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
     train.add_argument(

@@ -912,6 +912,20 @@ def test_env_kwargs_of_a_preset_and_their_errors(
     assert not tmp_path.joinpath("CartPole-v1_0").exists()
 
 
+def test_vec_env_subproc_trains_as_the_dummy_vec_env_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # By review (stop 41): the zoo's --vec-env. The same seed gives the same episodes in either.
+    runs = {}
+    for vec_env in ("dummy", "subproc"):
+        logs = tmp_path / vec_env
+        code, out, err = train(capsys, logs, "--timesteps", "200", "--n-envs", "2", "--vec-env", vec_env)
+        assert code == 0, err
+        runs[vec_env] = load_results(str(logs / "CartPole-v1_0"))[["r", "l"]].to_numpy().tolist()
+    assert runs["subproc"] == runs["dummy"] and len(runs["dummy"]) > 2
+    assert "(SafeSubprocVecEnv)" in out
+
+
 def test_overwrite_removes_every_file_of_the_previous_run(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
