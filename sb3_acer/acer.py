@@ -506,8 +506,9 @@ class ACER(BaseAlgorithm):
         )
 
     def _check_policy_takes(self, observation_space: spaces.Space) -> None:
-        """Raise :class:`UnsupportedSpaceError` unless a policy on SB3's ``NatureCNN`` (the Cnn policies)
-        gets images it can take; SB3 asserts, or the convolution fails with a message about kernel sizes."""
+        """Raise :class:`UnsupportedSpaceError` if a policy on SB3's ``NatureCNN`` (the Cnn policies, as
+        their signatures and ``policy_kwargs`` say) does not get images it can take. Called once the policy
+        failed to build, so that a subclass that builds is never second-guessed."""
         extractor = self.policy_kwargs.get("features_extractor_class")
         for klass in self.policy_class.__mro__ if extractor is None else ():
             init = klass.__dict__.get("__init__")
@@ -534,14 +535,18 @@ class ACER(BaseAlgorithm):
             )
 
     def _setup_model(self) -> None:
-        self._check_policy_takes(self.observation_space)
         self.set_random_seed(self.seed)
         network_kwargs = {
             key: value for key, value in self.policy_kwargs.items() if key not in OPTIMIZER_KEYS
         }
-        self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, **network_kwargs
-        )
+        try:
+            self.policy = self.policy_class(  # type: ignore[assignment]
+                self.observation_space, self.action_space, **network_kwargs
+            )
+        except (AssertionError, RuntimeError):
+            # SB3's NatureCNN asserts, or the convolution fails over kernel sizes: say what it needs.
+            self._check_policy_takes(self.observation_space)
+            raise
         self.policy = self.policy.to(self.device)
         # .to() again re-packs an nn.LSTM's weights after the copy (cuDNN wants them in one block).
         self.policy_avg = copy.deepcopy(self.policy).to(self.device)

@@ -672,15 +672,36 @@ RUN_FILES = (
 )
 
 
-class CallbackOnBest(BaseCallback):
-    """Calls ``action`` each time the ``EvalCallback`` it is given to finds a new best mean return."""
+class BestModelSaver(BaseCallback):
+    """Given to an ``EvalCallback`` as ``callback_on_new_best``: saves the model at each new best mean return
+    with ``save(path)`` (the model, its description and statistics) through Ctrl-C, which then stops
+    training once the files are written. A save that fails removes the best model's files (they would no
+    longer belong together) and training goes on, with a warning."""
 
-    def __init__(self, action: Callable[[], object]) -> None:
+    def __init__(self, path: pathlib.Path, save: Callable[[pathlib.Path], object]) -> None:
         super().__init__()
-        self.action = action
+        self.path = path
+        self.save = save
+        self.saved_at: int | None = None  # the step of the best model on disk
 
     def _on_step(self) -> bool:
-        self.action()
+        with saving_through_ctrl_c() as pressed:
+            try:
+                self.save(self.path)
+                self.saved_at = self.num_timesteps
+            except OSError as error:
+                self.saved_at = None
+                for path in _model_files(self.path):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                reason = error.strerror or _one_line(error)
+                print(
+                    f"warning: cannot save the best model to {self.path}: {reason}; training goes on "
+                    "without it",
+                    file=sys.stderr,
+                )
+        if pressed:
+            raise KeyboardInterrupt
         return True
 
 
@@ -861,6 +882,10 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         )
     for path in _model_files(model_path):
         check_can_create(path, "--save-path", folder=False)
+    if args.eval_freq and model_path.resolve() == (run_dir / "best_model.zip").resolve():
+        raise UsageError(
+            f"--save-path {args.save_path}: the run keeps its best model there (--eval-freq); choose another"
+        )
     if args.tensorboard_log is not None:
         check_can_create(pathlib.Path(args.tensorboard_log), "--tensorboard-log", folder=True)
     _previous_files(run_dir, model_path, args.overwrite)  # checked again once the run folder is locked
@@ -996,7 +1021,7 @@ def _run(
 
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
-    on_best: CallbackOnBest | None = None
+    on_best: BestModelSaver | None = None
     if args.eval_freq:
         eval_env = make_env(
             settings.env,
@@ -1009,7 +1034,7 @@ def _run(
             # EvalCallback syncs its statistics with the training env's before each evaluation.
             eval_env = evaluation_normalization(eval_env, like=env)
         best_path = run_dir / "best_model.zip"
-        on_best = CallbackOnBest(lambda: _save_run(model, env, settings, run_dir, best_path))
+        on_best = BestModelSaver(best_path, lambda path: _save_run(model, env, settings, run_dir, path))
         eval_callback = EvalCallback(
             eval_env,
             # The best model is saved with its description and the statistics of that moment (the zoo saves
@@ -1081,10 +1106,10 @@ def _run(
             f"  evaluation return ({_count(len(last), 'episode')} at step {at_step}): "
             f"{last.mean():.2f} +/- {last.std():.2f} (best {eval_callback.best_mean_reward:.2f})"
         )
-    if eval_callback is not None and on_best is not None and on_best.n_calls:
+    if eval_callback is not None and on_best is not None and on_best.saved_at is not None:
         print(
-            f"  best model: {run_dir / 'best_model.zip'} (evaluation return "
-            f"{eval_callback.best_mean_reward:.2f} at step {on_best.num_timesteps})"
+            f"  best model: {on_best.path} (evaluation return "
+            f"{eval_callback.best_mean_reward:.2f} at step {on_best.saved_at})"
         )
     print(f"  model: {model_path}")
     if normalization_path is not None:

@@ -17,7 +17,7 @@ from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import FlattenExtractor
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from sb3_acer import ACER, CnnPolicy, MlpPolicy, UnsupportedSpaceError
@@ -650,6 +650,43 @@ def test_a_cnn_policy_names_the_observations_it_needs(
 ) -> None:
     with pytest.raises(UnsupportedSpaceError, match=message):
         ACER(policy, ObservationSpaceEnv(observation_space), n_steps=4, policy_kwargs=policy_kwargs)
+
+
+class _VectorFeatures(BaseFeaturesExtractor):
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        super().__init__(observation_space, features_dim=8)
+        self.linear = th.nn.Linear(int(np.prod(observation_space.shape)), 8)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.linear(observations.flatten(1))
+
+
+class _VectorCnnPolicy(CnnPolicy):
+    """A CnnPolicy subclass whose own default extractor takes vectors."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("features_extractor_class", _VectorFeatures)
+        super().__init__(*args, **kwargs)
+
+
+class _ScaledCnnPolicy(CnnPolicy):
+    """A CnnPolicy subclass for images the env already scales."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["normalize_images"] = False
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("policy", "observation_space"),
+    [(_VectorCnnPolicy, spaces.Box(-1.0, 1.0, (6,), np.float32)), (_ScaledCnnPolicy, FLOAT_IMAGE_FIRST)],
+)
+def test_cnn_policy_subclasses_that_build_are_not_second_guessed(
+    policy: type, observation_space: spaces.Box
+) -> None:
+    # Found by review (stop 41): the check read the defaults of CnnPolicy, not what the subclass builds.
+    model = ACER(policy, ObservationSpaceEnv(observation_space), n_steps=4, buffer_size=40, replay_start=8)
+    assert model.learn(16).num_timesteps == 16
 
 
 @pytest.mark.parametrize("policy", ["CnnPolicy", "CnnLstmPolicy"])

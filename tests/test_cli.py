@@ -843,6 +843,78 @@ def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
     assert not best.exists() and not (run_dir / "best_model.json").exists()
 
 
+BEST_RUN = [
+    "--timesteps",
+    "400",
+    "--eval-freq",
+    "50",
+    "--eval-episodes",
+    "2",
+    "--hyperparams",
+    "normalize=True",
+]
+
+
+def test_a_best_model_that_cannot_be_saved_does_not_stop_training(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review (stop 41): a full disk at a best-model save ended the run and lost the model.
+    save = ACER.save
+    calls: list[str] = []
+
+    def full_from_second_best(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(pathlib.Path(path).name)
+        if calls.count("best_model.zip") >= 2 and pathlib.Path(path).name == "best_model.zip":
+            raise OSError(28, "No space left on device")
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", full_from_second_best)
+    code, out, err = train(capsys, tmp_path, *BEST_RUN)
+    assert code == 0, err
+    run_dir = tmp_path / "CartPole-v1_0"
+    assert err.startswith(
+        f"warning: cannot save the best model to {run_dir / 'best_model.zip'}: No space left"
+    )
+    assert calls.count("best_model.zip") >= 2, "the scenario needs a second best"
+    assert ACER.load(run_dir / "model.zip").num_timesteps >= 400
+    # No best model is better than one whose files disagree: the set is removed and the summary says so.
+    assert not any(run_dir.glob("best_model*")) and "best model:" not in out
+    assert all(line.startswith("warning: cannot save the best model") for line in err.splitlines())
+
+
+def test_ctrl_c_during_a_best_model_save_keeps_its_files_together(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save = ACER.save
+    saves: list[int] = []
+
+    def ctrl_c_at_second_best(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        if pathlib.Path(path).name == "best_model.zip":
+            saves.append(self.num_timesteps)
+            if len(saves) == 2:
+                os.kill(os.getpid(), signal.SIGINT)  # between the model and its description
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", ctrl_c_at_second_best)
+    code, _, err = train(capsys, tmp_path, *BEST_RUN)
+    assert code == 130, err
+    run_dir = tmp_path / "CartPole-v1_0"
+    best = ACER.load(run_dir / "best_model.zip").num_timesteps
+    assert len(saves) == 2 and best == saves[1]
+    assert json.loads((run_dir / "best_model.json").read_text())["num_timesteps"] == best
+    # Training stopped there (the interrupted segment is undone, as for any Ctrl-C in a callback).
+    assert ACER.load(run_dir / "model.zip").num_timesteps <= best < 400
+
+
+def test_save_path_cannot_be_the_best_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    best = tmp_path / "CartPole-v1_0" / "best_model.zip"
+    code, _, err = train(capsys, tmp_path, "--eval-freq", "50", "--save-path", str(best))
+    assert_one_line_error(code, err, 2, f"--save-path {best}: the run keeps its best model there")
+    assert train(capsys, tmp_path, "--save-path", str(best))[0] == 0  # without evaluations it is free
+
+
 def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
