@@ -539,6 +539,9 @@ class ACER(BaseAlgorithm):
         network_kwargs = {
             key: value for key, value in self.policy_kwargs.items() if key not in OPTIMIZER_KEYS
         }
+        if self.policy_class in (CnnPolicy, CnnLstmPolicy, CnnLnLstmPolicy):
+            # Its signature and policy_kwargs say what it builds (a subclass may build something else).
+            self._check_policy_takes(self.observation_space)
         try:
             self.policy = self.policy_class(  # type: ignore[assignment]
                 self.observation_space, self.action_space, **network_kwargs

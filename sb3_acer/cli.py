@@ -38,6 +38,7 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -272,9 +273,18 @@ def make_env(
     make_kwargs.update(env_kwargs or {})
 
     def make(**kwargs: Any) -> gym.Env:
+        if info.atari:  # in a SafeSubprocVecEnv worker too, which has not registered the games yet
+            import ale_py
+
+            gym.register_envs(ale_py)
         try:
             env = gym.make(info.env_id, **kwargs)
-        except TypeError as error:  # an argument the environment does not take
+        except gym.error.DependencyNotInstalled:
+            raise
+        except (TypeError, ValueError, KeyError, gym.error.Error) as error:
+            if not env_kwargs:
+                raise
+            # An argument the environment does not take, or a value it refuses.
             raise ValueError(
                 f"{info.env_id} cannot be made with env_kwargs {env_kwargs}: {_one_line(error)}"
             ) from None
@@ -1050,6 +1060,7 @@ def _run(
 
     start = time.perf_counter()
     interrupted = False
+    failure: Exception | None = None
     try:
         model.learn(
             total_timesteps=settings.timesteps,
@@ -1060,6 +1071,10 @@ def _run(
     except KeyboardInterrupt:
         interrupted = True
         print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
+    except Exception as error:  # the env (or a worker) failed hours in: keep what was trained
+        failure = error
+        if args.verbose:
+            traceback.print_exc()
     elapsed = time.perf_counter() - start
 
     with saving_through_ctrl_c() as pressed:
@@ -1084,6 +1099,12 @@ def _run(
             raise CLIError(f"cannot save the model to {model_path} nor anywhere else: {reason}") from None
         finally:
             env.close()
+    if failure is not None:
+        reason = (str(failure).splitlines() or [""])[0]
+        raise CLIError(
+            f"training stopped at step {model.num_timesteps} by {type(failure).__name__}: {reason}; the "
+            f"model trained so far is in {model_path}"
+        )
 
     episodes = list(model.ep_info_buffer or [])
     print()

@@ -643,6 +643,12 @@ CNN_NEEDS = r"needs image observations: uint8 \[H, W, C\] or \[C, H, W\]"
         (spaces.Box(-1.0, 1.0, (6,), np.float32), {}, CNN_NEEDS),
         # Float images are not transposed: they must come channel-first.
         (FLOAT_IMAGE_LAST, {"normalize_images": False}, r"float images must be channel-first \[C, H, W\]"),
+        # ... also where the network would build, taking the height for the channels (found by review).
+        (
+            spaces.Box(0.0, 1.0, (40, 41, 39), np.float32),
+            {"normalize_images": False},
+            r"float images must be channel-first \[C, H, W\]",
+        ),
     ],
 )
 def test_a_cnn_policy_names_the_observations_it_needs(

@@ -915,6 +915,81 @@ def test_save_path_cannot_be_the_best_model(
     assert train(capsys, tmp_path, "--save-path", str(best))[0] == 0  # without evaluations it is free
 
 
+def test_vec_env_subproc_trains_an_atari_game(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Found by review (stop 41): the workers had not registered ale-py's games.
+    pytest.importorskip("ale_py")
+    pong = ["PongNoFrameskip-v4", "--n-envs", "2", "--timesteps", "40", "--vec-env", "subproc"]
+    code, _, err = run(capsys, "train", *pong, "--no-progress-bar", "--log-folder", str(tmp_path))
+    assert code == 0, err
+    assert ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip").num_timesteps == 40
+
+
+def test_env_kwargs_that_json_cannot_keep_or_the_env_refuses_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Found by review (stop 41): a tuple came back from model.json as a list; a value the env refuses
+    # was a traceback in enjoy.
+    code, _, err = train(capsys, tmp_path, "--env-kwargs", "sutton_barto_reward=(1, 2)")
+    assert_one_line_error(
+        code, err, 2, "--env-kwargs sutton_barto_reward: (1, 2) cannot be kept in model.json; use a list"
+    )
+    assert not (tmp_path / "CartPole-v1_0").exists()
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    run_dir = str(tmp_path / "CartPole-v1_0")
+    code, _, err = run(capsys, "enjoy", run_dir, "--env", "FrozenLake-v1", "--env-kwargs", "map_name='5x5'")
+    assert_one_line_error(
+        code, err, 2, "cannot make FrozenLake-v1 for the model: FrozenLake-v1 cannot be made"
+    )
+    code, _, err = run(capsys, "enjoy", run_dir, "--env-kwargs", "bogus=1")
+    assert_one_line_error(code, err, 2, "cannot make CartPole-v1 for the model: CartPole-v1 cannot be made")
+
+
+class _CrashingCartPole(gym.Wrapper):  # type: ignore[type-arg]
+    """CartPole that raises at its 60th step, as a buggy environment can hours into a run."""
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps == 60:
+            raise RuntimeError("the simulator crashed")
+        return self.env.step(action)
+
+
+def test_an_env_that_fails_during_training_keeps_the_model_trained_so_far(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Found by review (stop 41): the failure was a traceback and the model was lost.
+    gym.register("CrashingCartPole-v0", entry_point=_CrashingCartPole)
+    code, _, err = run(
+        capsys,
+        "train",
+        "CrashingCartPole-v0",
+        *FAST,
+        "--n-envs",
+        "1",
+        "--timesteps",
+        "200",
+        "--log-folder",
+        str(tmp_path),
+    )
+    model_path = tmp_path / "CrashingCartPole-v0_0" / "model.zip"
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        # n_steps 20 (no preset): the segment the crash broke off is not kept
+        "training stopped at step 40 by RuntimeError: the simulator crashed; the model trained so far is in "
+        f"{model_path}",
+    )
+    assert ACER.load(model_path).num_timesteps == 40
+    assert json.loads(model_path.with_suffix(".json").read_text())["num_timesteps"] == 40
+
+
 def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -243,7 +243,28 @@ def check_env_kwargs(value: Any) -> dict[str, Any]:
         raise ValueError(f"env_kwargs must map argument names to values, got {value!r}")
     if "render_mode" in value:
         raise ValueError("env_kwargs render_mode: enjoy --render and --video-folder set it")
+    for key, item in value.items():
+        if not _json_keeps(item):  # model.json must give enjoy back the same value
+            hint = (
+                "use a list"
+                if isinstance(item, tuple)
+                else "use numbers, strings, booleans, None, lists, dicts"
+            )
+            raise ValueError(f"env_kwargs {key}: {item!r} cannot be kept in model.json; {hint}")
     return dict(value)
+
+
+def _json_keeps(value: Any) -> bool:
+    """Whether JSON gives ``value`` back as it is (a tuple would come back a list, a set not at all)."""
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_json_keeps(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _json_keeps(item) for key, item in value.items())
+    return False
 
 
 def _whole(value: Any, key: str) -> int:
