@@ -22,6 +22,7 @@ import argparse
 import pathlib
 import sys
 import tempfile
+import traceback
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
@@ -260,6 +261,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
             f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
         )
+    failure: Exception | None = None
     try:
         try:
             model.learn(
@@ -270,6 +272,10 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             )
         except KeyboardInterrupt:
             print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
+        except Exception as error:  # the emulator, a worker or a callback failed: keep what was trained
+            failure = error
+            if args.verbose:
+                traceback.print_exc()
         with saving_through_ctrl_c():
             try:
                 save_path.parent.mkdir(parents=True, exist_ok=True)
@@ -289,6 +295,14 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             eval_env.close()
         if logdir is not None:
             model.logger.close()  # flushes progress.csv and the TensorBoard events
+    if failure is not None:
+        kind, reason = type(failure).__name__, (str(failure).splitlines() or [""])[0]
+        print(
+            f"error: training stopped at step {model.num_timesteps} by {kind}: {reason}; the model trained "
+            f"so far is in {final}",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
     if args.verbose:
         print(f"saved the model to {final}")
     return final

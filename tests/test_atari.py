@@ -638,6 +638,44 @@ def test_run_atari_keeps_the_model_when_its_save_fails(
     assert ACER.load(rescued).num_timesteps == 40
 
 
+def test_run_atari_keeps_the_model_when_training_fails(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An env, worker or callback that fails hours in: the model trained so far is saved, then one line."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    import sb3_acer.run_atari
+
+    class Fails(BaseCallback):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 80:
+                raise RuntimeError("the emulator crashed")
+            return True
+
+    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", Fails)
+    target = tmp_path / "model.zip"
+    argv = [
+        "--num-timesteps=400",
+        "--n-envs=2",
+        "--eval-freq=0",
+        "--no-progress-bar",
+        "--verbose=0",  # 1 (the default) also prints the traceback
+        f"--save-path={target}",
+    ]
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 1
+    assert ACER.load(target).num_timesteps == 40  # the segment being collected is dropped
+    err = capsys.readouterr().err
+    assert err == (
+        "error: training stopped at step 40 by RuntimeError: the emulator crashed; the model trained so far "
+        f"is in {target}\n"
+    )
+
+
 def test_run_atari_saves_the_model_when_interrupted(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
