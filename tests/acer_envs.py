@@ -1,12 +1,16 @@
-"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules)."""
+"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules), and a disk
+that fills up."""
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from sb3_acer import ACER
 
 
 class ObservationSpaceEnv(gym.Env):
@@ -71,3 +75,15 @@ class ResetCounter(gym.Wrapper):
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         self.n_resets += 1
         return self.env.reset(**kwargs)
+
+
+def fill_the_disk_for(monkeypatch: Any, target: pathlib.Path) -> None:
+    """Make ``ACER.save`` to ``target`` fail as on a full disk (other paths save as usual)."""
+    save = ACER.save
+
+    def full_disk(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        if pathlib.Path(path) == target:
+            raise OSError(28, "No space left on device")
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", full_disk)

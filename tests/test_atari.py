@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from acer_envs import fill_the_disk_for
 from ale_py.vector_env import AtariVectorEnv
 from gymnasium import spaces
 from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
@@ -618,14 +619,7 @@ def test_run_atari_keeps_the_model_when_its_save_fails(
 ) -> None:
     """A disk that fills up during training: the model goes to a new temporary folder, said in one line."""
     target = tmp_path / "pong.zip"
-    save = ACER.save
-
-    def full_disk(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
-        if pathlib.Path(path) == target:
-            raise OSError(28, "No space left on device")
-        save(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(ACER, "save", full_disk)
+    fill_the_disk_for(monkeypatch, target)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     argv = ["--num-timesteps=40", "--n-envs=2", "--eval-freq=0", "--checkpoint-freq=0", "--no-progress-bar"]
     with pytest.raises(SystemExit) as raised:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import pytest
+from acer_envs import fill_the_disk_for
 from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
@@ -741,14 +742,7 @@ def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
 ) -> None:
     # A disk that fills up during training: the trained model is saved where it can be, and said so.
     target = tmp_path / "mine.zip"
-    save = ACER.save
-
-    def full_disk(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
-        if pathlib.Path(path) == target:
-            raise OSError(28, "No space left on device")
-        save(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(ACER, "save", full_disk)
+    fill_the_disk_for(monkeypatch, target)
     code, _, err = train(capsys, tmp_path / "logs", "--save-path", str(target), "--timesteps", "100")
     rescued = tmp_path / "logs" / "CartPole-v1_0" / "model.zip"
     assert_one_line_error(
@@ -762,6 +756,7 @@ def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
     assert not target.exists()
     # The run folder itself refuses the model: a new temporary folder takes it.
     target = tmp_path / "logs2" / "CartPole-v1_0" / "model.zip"
+    fill_the_disk_for(monkeypatch, target)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     code, _, err = train(capsys, tmp_path / "logs2", "--timesteps", "100")
@@ -799,13 +794,8 @@ def test_a_save_path_or_plot_out_naming_a_folder_writes_inside_it(
     assert not (tmp_path / "plots.png").exists()
 
 
-def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Found by review (stop 41): as the zoo does, --eval-freq keeps the best evaluated model; here with the
-    # run description and the normalisation statistics of that moment, so that enjoy plays it as it was.
-    import sb3_acer.cli
-
+def record_evaluation_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``deterministic`` flag of each ``EvalCallback`` that ``train`` makes, from now on."""
     evaluations: list[bool] = []
     real = sb3_acer.cli.EvalCallback
 
@@ -814,6 +804,15 @@ def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sb3_acer.cli, "EvalCallback", recording)
+    return evaluations
+
+
+def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review (stop 41): as the zoo does, --eval-freq keeps the best evaluated model; here with the
+    # run description and the normalisation statistics of that moment, so that enjoy plays it as it was.
+    evaluations = record_evaluation_modes(monkeypatch)
     extra = [
         "--timesteps",
         "200",
@@ -994,16 +993,7 @@ def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("ale_py")
-    import sb3_acer.cli
-
-    evaluations: list[bool] = []
-    real = sb3_acer.cli.EvalCallback
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        evaluations.append(kwargs["deterministic"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sb3_acer.cli, "EvalCallback", recording)
+    evaluations = record_evaluation_modes(monkeypatch)
     pong = ["PongNoFrameskip-v4", "--n-envs", "2", "--timesteps", "40", "--eval-freq", "1000"]
     code, _, err = run(capsys, "train", *pong, "--no-progress-bar", "--log-folder", str(tmp_path))
     assert code == 0, err
