@@ -507,8 +507,9 @@ class ACER(BaseAlgorithm):
 
     def _check_policy_takes(self, observation_space: spaces.Space) -> None:
         """Raise :class:`UnsupportedSpaceError` if a policy on SB3's ``NatureCNN`` (the Cnn policies, as
-        their signatures and ``policy_kwargs`` say) does not get images it can take. Called once the policy
-        failed to build, so that a subclass that builds is never second-guessed."""
+        their signatures and ``policy_kwargs`` say) does not get images it can take. Called before building
+        ACER's own Cnn policies, and for any other policy only once it failed to build, so that a subclass
+        that builds is never second-guessed."""
         extractor = self.policy_kwargs.get("features_extractor_class")
         for klass in self.policy_class.__mro__ if extractor is None else ():
             init = klass.__dict__.get("__init__")
