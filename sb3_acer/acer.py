@@ -23,7 +23,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
@@ -528,8 +528,10 @@ class ACER(BaseAlgorithm):
                 f"policy_kwargs=dict(normalize_images=False); got {observation_space}; use an Mlp policy "
                 "for other observations"
             )
-        float_images = observation_space.dtype != np.uint8
-        if scaled and float_images and not is_image_space_channels_first(observation_space):  # type: ignore[arg-type]
+        # NatureCNN takes a float image's first axis for its channels; one whose last side is its smallest,
+        # (84, 84, 3) say, is channel-last (SB3's own guess, the smallest side, refuses (48, 40, 40)).
+        height, width, last = observation_space.shape  # type: ignore[misc]
+        if scaled and observation_space.dtype != np.uint8 and last < min(height, width):
             raise UnsupportedSpaceError(
                 f"{name}: float images must be channel-first [C, H, W] (only uint8 images are transposed), "
                 f"got {observation_space}; transpose them with a wrapper"

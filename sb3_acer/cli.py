@@ -85,7 +85,7 @@ from sb3_acer.presets import (
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 from sb3_acer.vec_env import SafeSubprocVecEnv
 
-__all__ = ["CLIError", "check_can_create", "check_optional", "main"]
+__all__ = ["CLIError", "check_can_create", "check_optional", "failure_summary", "main"]
 
 PROG = "sb3-acer"
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
@@ -662,6 +662,20 @@ def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
             return
 
 
+def failure_summary(error: BaseException) -> str:
+    """``"ValueError: <first line of the message>"``, or ``"AssertionError (no message)"``."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0]}" if lines else f"{type(error).__name__} (no message)"
+
+
+def _finite_statistics(env: VecNormalize) -> bool:
+    """Whether ``VecNormalize``'s running statistics hold no NaN or inf (a NaN observation poisons them)."""
+    statistics = [env.ret_rms.mean, env.ret_rms.var]
+    if env.norm_obs and isinstance(env.obs_rms, RunningMeanStd):
+        statistics += [env.obs_rms.mean, env.obs_rms.var]
+    return all(np.isfinite(value).all() for value in statistics)
+
+
 def check_optional(module: str, purpose: str, install: str) -> None:
     try:
         __import__(module)
@@ -1076,6 +1090,24 @@ def _run(
         if args.verbose:
             traceback.print_exc()
     elapsed = time.perf_counter() - start
+    stopped = (
+        ""
+        if failure is None
+        else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
+    )
+    if failure is not None:
+        unusable = None
+        if model.num_timesteps == 0:
+            unusable = "nothing was trained"
+        elif isinstance(env, VecNormalize) and not _finite_statistics(env):
+            unusable = "the normalisation statistics hold NaN or inf"  # enjoy could not use them
+        if unusable is not None:
+            env.close()
+            if model.num_timesteps == 0:  # nothing of the run is kept: the same command works again
+                for path in run_dir.glob("*.monitor.csv"):
+                    path.unlink()
+            raise CLIError(f"{stopped}{unusable}, so no model was saved")
+    trained = "the trained model" if failure is None else "the model trained so far"
 
     with saving_through_ctrl_c() as pressed:
         try:
@@ -1094,17 +1126,15 @@ def _run(
                 except OSError:
                     continue
                 raise CLIError(
-                    f"cannot save the model to {model_path}: {reason}; the trained model is in {rescue}"
+                    f"{stopped}cannot save the model to {model_path}: {reason}; {trained} is in {rescue}"
                 ) from None
-            raise CLIError(f"cannot save the model to {model_path} nor anywhere else: {reason}") from None
+            raise CLIError(
+                f"{stopped}cannot save the model to {model_path} nor anywhere else: {reason}"
+            ) from None
         finally:
             env.close()
     if failure is not None:
-        reason = (str(failure).splitlines() or [""])[0]
-        raise CLIError(
-            f"training stopped at step {model.num_timesteps} by {type(failure).__name__}: {reason}; the "
-            f"model trained so far is in {model_path}"
-        )
+        raise CLIError(f"{stopped}{trained} is in {model_path}")
 
     episodes = list(model.ep_info_buffer or [])
     print()

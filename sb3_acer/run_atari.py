@@ -31,7 +31,7 @@ from stable_baselines3.common.utils import get_latest_run_id
 
 from sb3_acer.acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.cli import CLIError, check_can_create, check_optional
+from sb3_acer.cli import CLIError, check_can_create, check_optional, failure_summary
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization import saving_through_ctrl_c
 
@@ -276,6 +276,15 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             failure = error
             if args.verbose:
                 traceback.print_exc()
+        stopped = (
+            ""
+            if failure is None
+            else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
+        )
+        trained = "the trained model" if failure is None else "the model trained so far"
+        if failure is not None and model.num_timesteps == 0:
+            print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
+            raise SystemExit(1)
         with saving_through_ctrl_c():
             try:
                 save_path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,7 +294,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
                 model.save(rescue)
                 reason = error.strerror or error
                 print(
-                    f"error: cannot save the model to {final}: {reason}; the trained model is in {rescue}",
+                    f"error: {stopped}cannot save the model to {final}: {reason}; {trained} is in {rescue}",
                     file=sys.stderr,
                 )
                 raise SystemExit(1) from None
@@ -296,12 +305,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         if logdir is not None:
             model.logger.close()  # flushes progress.csv and the TensorBoard events
     if failure is not None:
-        kind, reason = type(failure).__name__, (str(failure).splitlines() or [""])[0]
-        print(
-            f"error: training stopped at step {model.num_timesteps} by {kind}: {reason}; the model trained "
-            f"so far is in {final}",
-            file=sys.stderr,
-        )
+        print(f"error: {stopped}{trained} is in {final}", file=sys.stderr)
         raise SystemExit(1)
     if args.verbose:
         print(f"saved the model to {final}")

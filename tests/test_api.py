@@ -683,6 +683,16 @@ class _ScaledCnnPolicy(CnnPolicy):
         super().__init__(*args, **kwargs)
 
 
+@pytest.mark.parametrize("shape", [(48, 40, 40), (12, 36, 64), (1, 36, 36)])
+def test_channel_first_float_images_with_many_channels_are_taken(shape: tuple[int, ...]) -> None:
+    # Found by review (stop 41): SB3's guess (the smallest side is the channels) refused (48, 40, 40).
+    space = spaces.Box(0.0, 1.0, shape, np.float32)
+    model = ACER(
+        "CnnPolicy", ObservationSpaceEnv(space), n_steps=4, policy_kwargs={"normalize_images": False}
+    )
+    assert model.policy.features_extractor.cnn[0].in_channels == shape[0]
+
+
 @pytest.mark.parametrize(
     ("policy", "observation_space"),
     [(_VectorCnnPolicy, spaces.Box(-1.0, 1.0, (6,), np.float32)), (_ScaledCnnPolicy, FLOAT_IMAGE_FIRST)],

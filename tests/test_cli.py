@@ -989,6 +989,83 @@ def test_an_env_that_fails_during_training_keeps_the_model_trained_so_far(
     assert json.loads(model_path.with_suffix(".json").read_text())["num_timesteps"] == 40
 
 
+class _FailingCartPole(gym.Wrapper):  # type: ignore[type-arg]
+    """CartPole whose ``how`` fails: ``reset`` at once, a NaN observation or an empty assertion at step 30."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.how, self.steps = how, 0
+
+    def reset(self, **kwargs: Any) -> Any:
+        if self.how == "reset":
+            raise ValueError("bad level name")
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.steps == 30 and self.how == "nan":
+            obs = np.full_like(obs, np.nan)
+        if self.steps == 30 and self.how == "assert":
+            raise AssertionError
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(
+    ("how", "extra", "message"),
+    [
+        (
+            "reset",
+            [],
+            "training stopped at step 0 by ValueError: bad level name; nothing was trained, so no ",
+        ),
+        (
+            "nan",
+            ["--hyperparams", "normalize=True"],
+            "training stopped at step 20 by ValueError: env 0 returned a non-finite observation",
+        ),
+        (
+            "assert",
+            [],
+            "training stopped at step 20 by AssertionError (no message); the model trained so far is",
+        ),
+    ],
+)
+def test_a_failure_never_saves_what_cannot_be_used_and_always_names_its_cause(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, how: str, extra: list[str], message: str
+) -> None:
+    # Found by review (stop 41): an untrained model, NaN statistics, or an empty reason.
+    gym.register(f"Failing{how}-v0", entry_point=_FailingCartPole, kwargs={"how": how})
+    argv = ["--n-envs", "1", "--timesteps", "200", "--no-progress-bar", *extra]
+    code, _, err = run(capsys, "train", f"Failing{how}-v0", *argv, "--log-folder", str(tmp_path))
+    assert_one_line_error(code, err, 1, message)
+    run_dir = tmp_path / f"Failing{how}-v0_0"
+    saved = (run_dir / "model.zip").exists()
+    assert saved == (how == "assert"), err
+    if how == "nan":
+        assert "the normalisation statistics hold NaN or inf, so no model was saved" in err
+    if how == "reset":  # nothing of the run is left: the same command works again without --overwrite
+        assert not list(run_dir.glob("*"))
+
+
+def test_a_failed_training_whose_save_fails_too_says_both(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gym.register("Failingassert-v1", entry_point=_FailingCartPole, kwargs={"how": "assert"})
+    target = tmp_path / "mine.zip"
+    fill_the_disk_for(monkeypatch, target)
+    argv = ["--n-envs", "1", "--timesteps", "200", "--no-progress-bar", "--save-path", str(target)]
+    code, _, err = run(capsys, "train", "Failingassert-v1", *argv, "--log-folder", str(tmp_path))
+    rescued = tmp_path / "Failingassert-v1_0" / "model.zip"
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        "training stopped at step 20 by AssertionError (no message); cannot save the model to "
+        f"{target}: No space left on device; the model trained so far is in {rescued}",
+    )
+
+
 def test_atari_games_are_evaluated_stochastically_as_in_the_zoo(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -712,3 +712,12 @@ def test_every_damaged_preset_file_is_a_preset_error(
     with pytest.raises(presets.PresetError) as error:
         available_presets()
     assert str(error.value) == f"the preset file sb3_acer/presets/acer.yml is damaged: {message}"
+
+
+def test_env_kwargs_may_hold_infinite_bounds() -> None:
+    # Found by review (stop 41): Python's json keeps inf (Hopper's healthy_z_range is (0.7, inf)).
+    from sb3_acer.presets import check_env_kwargs
+
+    assert check_env_kwargs({"z_range": [0.7, float("inf")]}) == {"z_range": [0.7, float("inf")]}
+    with pytest.raises(ValueError, match=r"env_kwargs z: \{1, 2\} cannot be kept in model.json"):
+        check_env_kwargs({"z": {1, 2}})

@@ -256,10 +256,8 @@ def check_env_kwargs(value: Any) -> dict[str, Any]:
 
 def _json_keeps(value: Any) -> bool:
     """Whether JSON gives ``value`` back as it is (a tuple would come back a list, a set not at all)."""
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or isinstance(value, bool | int | float | str):  # Python's json keeps inf and nan
         return True
-    if isinstance(value, float):
-        return math.isfinite(value)
     if isinstance(value, list):
         return all(_json_keeps(item) for item in value)
     if isinstance(value, dict):
