@@ -713,12 +713,12 @@ class BestModelSaver(BaseCallback):
             try:
                 self.save(self.path)
                 self.saved_at = self.num_timesteps
-            except OSError as error:
+            except (OSError, ValueError) as error:  # a full disk; statistics that overflowed
                 self.saved_at = None
                 for path in _model_files(self.path):
                     with contextlib.suppress(OSError):
                         path.unlink()
-                reason = error.strerror or _one_line(error)
+                reason = (error.strerror if isinstance(error, OSError) else None) or _one_line(error)
                 print(
                     f"warning: cannot save the best model to {self.path}: {reason}; training goes on "
                     "without it",
@@ -832,7 +832,13 @@ def _save_run(
     model: ACER, env: VecEnv, settings: TrainSettings, run_dir: pathlib.Path, model_path: pathlib.Path
 ) -> pathlib.Path | None:
     """Save the model, its normalisation statistics (returns their path, if any) and the run description
-    (``model.json``) at ``model_path``."""
+    (``model.json``) at ``model_path``.
+
+    Raises:
+        ValueError: the statistics hold NaN or inf (enjoy could not use them); nothing is written.
+    """
+    if isinstance(env, VecNormalize) and not _finite_statistics(env):
+        raise ValueError("the normalisation statistics hold NaN or inf")
     model_path.parent.mkdir(parents=True, exist_ok=True)
     model.save(model_path)
     normalization_path = None
@@ -1040,9 +1046,7 @@ def _run(
             raise CLIError(f"cannot write the run: {_one_line(error)}") from None
         raise UsageError(f"invalid settings: {_one_line(error)}") from None
 
-    for _, moved in aside:
-        moved.unlink()
-
+    # The earlier run's files stay aside until this one has trained something (see below).
     callbacks: list[BaseCallback] = []
     eval_callback: EvalCallback | None = None
     on_best: BestModelSaver | None = None
@@ -1095,18 +1099,23 @@ def _run(
         if failure is None
         else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
     )
-    if failure is not None:
-        unusable = None
-        if model.num_timesteps == 0:
-            unusable = "nothing was trained"
-        elif isinstance(env, VecNormalize) and not _finite_statistics(env):
-            unusable = "the normalisation statistics hold NaN or inf"  # enjoy could not use them
-        if unusable is not None:
-            env.close()
-            if model.num_timesteps == 0:  # nothing of the run is kept: the same command works again
-                for path in run_dir.glob("*.monitor.csv"):
-                    path.unlink()
-            raise CLIError(f"{stopped}{unusable}, so no model was saved")
+    unusable = None
+    if failure is not None and model.num_timesteps == 0:
+        unusable = "nothing was trained"
+    elif isinstance(env, VecNormalize) and not _finite_statistics(env):
+        # A NaN observation, or one so large that the variance overflowed: enjoy could not use them.
+        unusable = "the normalisation statistics hold NaN or inf"
+    if unusable is not None:
+        env.close()
+        if model.num_timesteps == 0 or failure is not None:
+            # Nothing of the run is kept, and the earlier run's files come back: the same command works again.
+            for path in run_dir.glob("*.monitor.csv"):
+                path.unlink()
+            for path, moved in aside:
+                moved.rename(path)
+        raise CLIError(f"{stopped}{unusable}, so no model was saved")
+    for _, moved in aside:
+        moved.unlink()
     trained = "the trained model" if failure is None else "the model trained so far"
 
     with saving_through_ctrl_c() as pressed:

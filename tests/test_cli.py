@@ -1048,6 +1048,67 @@ def test_a_failure_never_saves_what_cannot_be_used_and_always_names_its_cause(
         assert not list(run_dir.glob("*"))
 
 
+class _FlakyCartPole(gym.Wrapper):  # type: ignore[type-arg]
+    """CartPole whose ``reset`` fails while the class attribute ``down`` is set."""
+
+    down = False
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+
+    def reset(self, **kwargs: Any) -> Any:
+        if _FlakyCartPole.down:
+            raise RuntimeError("simulator not reachable")
+        return self.env.reset(**kwargs)
+
+
+def test_an_overwrite_that_fails_before_its_first_step_keeps_the_earlier_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review (stop 41): the earlier run's files were deleted once the model was built.
+    gym.register("FlakyCartPole-v0", entry_point=_FlakyCartPole)
+    argv = ["train", "FlakyCartPole-v0", "--n-envs", "1", "--timesteps", "100", "--no-progress-bar"]
+    argv += ["--log-folder", str(tmp_path)]
+    assert run(capsys, *argv)[0] == 0
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(_FlakyCartPole, "down", True)
+    code, _, err = run(capsys, *argv, "--overwrite")
+    assert_one_line_error(code, err, 1, "training stopped at step 0 by RuntimeError: simulator not reachable")
+    assert snapshot(tmp_path) == before
+
+
+class _SpikeCartPole(gym.Wrapper):  # type: ignore[type-arg]
+    """CartPole with one finite but huge observation (1e200) at step 30: VecNormalize's variance overflows."""
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float64)
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.steps == 30:
+            obs = np.full(4, 1e200)
+        return obs.astype(np.float64), reward, terminated, truncated, info
+
+    def reset(self, **kwargs: Any) -> Any:
+        obs, info = self.env.reset(**kwargs)
+        return obs.astype(np.float64), info
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_statistics_that_overflowed_are_never_saved(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # Found by review (stop 41): a run that ended normally saved an infinite variance, which enjoy refuses.
+    gym.register("SpikeCartPole-v0", entry_point=_SpikeCartPole)
+    argv = ["train", "SpikeCartPole-v0", "--n-envs", "1", "--timesteps", "100", "--no-progress-bar"]
+    code, _, err = run(capsys, *argv, "--hyperparams", "normalize=True", "--log-folder", str(tmp_path))
+    assert_one_line_error(code, err, 1, "the normalisation statistics hold NaN or inf, so no model was saved")
+    assert not list(tmp_path.glob("*/model*"))
+
+
 def test_a_failed_training_whose_save_fails_too_says_both(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
