@@ -1100,19 +1100,22 @@ def _run(
         else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
     )
     unusable = None
-    if failure is not None and model.num_timesteps == 0:
+    if (failure is not None or interrupted) and model.num_timesteps == 0:
         unusable = "nothing was trained"
     elif isinstance(env, VecNormalize) and not _finite_statistics(env):
         # A NaN observation, or one so large that the variance overflowed: enjoy could not use them.
         unusable = "the normalisation statistics hold NaN or inf"
     if unusable is not None:
+        # Nothing of this run is kept (its Monitor logs, evaluations, best model), and the earlier run's files
+        # come back: the same command works again.
         env.close()
-        if model.num_timesteps == 0 or failure is not None:
-            # Nothing of the run is kept, and the earlier run's files come back: the same command works again.
-            for path in run_dir.glob("*.monitor.csv"):
-                path.unlink()
-            for path, moved in aside:
-                moved.rename(path)
+        for path in {path for pattern in RUN_FILES for path in run_dir.glob(pattern)}:
+            path.unlink()
+        for path, moved in aside:
+            moved.rename(path)
+        if interrupted and failure is None:
+            print(f"interrupted before the first step: {unusable}, so no model was saved", file=sys.stderr)
+            raise KeyboardInterrupt
         raise CLIError(f"{stopped}{unusable}, so no model was saved")
     for _, moved in aside:
         moved.unlink()

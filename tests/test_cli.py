@@ -1062,23 +1062,48 @@ class _FlakyCartPole(gym.Wrapper):  # type: ignore[type-arg]
         return self.env.reset(**kwargs)
 
 
-def test_an_overwrite_that_fails_before_its_first_step_keeps_the_earlier_run(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("how", ["reset fails", "Ctrl-C at the first reset", "statistics overflow"])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_overwrite_that_saves_nothing_keeps_the_earlier_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    # Found by review (stop 41): the earlier run's files were deleted once the model was built.
-    gym.register("FlakyCartPole-v0", entry_point=_FlakyCartPole)
-    argv = ["train", "FlakyCartPole-v0", "--n-envs", "1", "--timesteps", "100", "--no-progress-bar"]
-    argv += ["--log-folder", str(tmp_path)]
+    # Found by review (stop 41): the earlier run's files were deleted once the model was built, or left
+    # aside, mixed with this run's best model and evaluations.
+    for env_id, entry_point in (
+        ("FlakyCartPole-v0", _FlakyCartPole),
+        ("SpikeOverwriteCartPole-v0", _SpikeCartPole),
+    ):
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=entry_point)
+    env_id = "SpikeOverwriteCartPole-v0" if how == "statistics overflow" else "FlakyCartPole-v0"
+    argv = ["train", env_id, "--n-envs", "1", "--timesteps", "100", "--no-progress-bar", "--seed", "3"]
+    argv += ["--log-folder", str(tmp_path / "logs"), "--save-path", str(tmp_path / "saved" / "m.zip")]
+    argv += ["--hyperparams", "normalize=True"]
+    if how == "statistics overflow":
+        monkeypatch.setattr(_SpikeCartPole, "spike_at", 10**9)  # the earlier run is a normal one
     assert run(capsys, *argv)[0] == 0
     before = snapshot(tmp_path)
-    monkeypatch.setattr(_FlakyCartPole, "down", True)
-    code, _, err = run(capsys, *argv, "--overwrite")
-    assert_one_line_error(code, err, 1, "training stopped at step 0 by RuntimeError: simulator not reachable")
-    assert snapshot(tmp_path) == before
+    if how == "reset fails":
+        monkeypatch.setattr(_FlakyCartPole, "down", True)
+        expected = (1, "training stopped at step 0 by RuntimeError: simulator not reachable")
+    elif how == "Ctrl-C at the first reset":
+        monkeypatch.setattr(
+            _FlakyCartPole, "reset", lambda self, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt)
+        )
+        expected = (130, "interrupted before the first step: nothing was trained, so no model was saved")
+    else:
+        monkeypatch.setattr(_SpikeCartPole, "spike_at", 30)
+        expected = (1, "the normalisation statistics hold NaN or inf, so no model was saved")
+    code, out, err = run(capsys, *argv, "--overwrite", "--eval-freq", "20")
+    assert code == expected[0], err
+    assert expected[1] in out + err
+    assert snapshot(tmp_path) == before  # no file of this run, every file of the earlier one
 
 
 class _SpikeCartPole(gym.Wrapper):  # type: ignore[type-arg]
     """CartPole with one finite but huge observation (1e200) at step 30: VecNormalize's variance overflows."""
+
+    spike_at = 30
 
     def __init__(self) -> None:
         super().__init__(gym.make("CartPole-v1"))
@@ -1088,7 +1113,7 @@ class _SpikeCartPole(gym.Wrapper):  # type: ignore[type-arg]
     def step(self, action: Any) -> Any:
         self.steps += 1
         obs, reward, terminated, truncated, info = self.env.step(action)
-        if self.steps == 30:
+        if self.steps == _SpikeCartPole.spike_at:
             obs = np.full(4, 1e200)
         return obs.astype(np.float64), reward, terminated, truncated, info
 
