@@ -809,7 +809,8 @@ def _check_model(settings: TrainSettings) -> None:
         raise UsageError(f"invalid settings: {_one_line(error)}") from None
     finally:
         if env is not None:
-            env.close()
+            with contextlib.suppress(Exception):  # the check is over; an env's own close is not a setting
+                env.close()
 
 
 def _make_folders(path: pathlib.Path) -> list[pathlib.Path]:
@@ -1032,7 +1033,8 @@ def _run(
         # Leave no empty run behind: it would block the corrected command without --overwrite; and put
         # the earlier run's files back.
         if env is not None:
-            env.close()
+            with contextlib.suppress(Exception):  # an env that failed may fail to close too
+                env.close()
         for path in run_dir.glob("*.monitor.csv"):
             path.unlink()
         for path, moved in aside:
@@ -1088,7 +1090,6 @@ def _run(
         )
     except KeyboardInterrupt:
         interrupted = True
-        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
     except Exception as error:  # the env (or a worker) failed hours in: keep what was trained
         failure = error
         if args.verbose:
@@ -1108,15 +1109,19 @@ def _run(
     if unusable is not None:
         # Nothing of this run is kept (its Monitor logs, evaluations, best model), and the earlier run's files
         # come back: the same command works again.
-        env.close()
+        with contextlib.suppress(Exception):  # an env that failed may fail to close too
+            env.close()
         for path in {path for pattern in RUN_FILES for path in run_dir.glob(pattern)}:
             path.unlink()
         for path, moved in aside:
             moved.rename(path)
         if interrupted and failure is None:
-            print(f"interrupted before the first step: {unusable}, so no model was saved", file=sys.stderr)
-            raise KeyboardInterrupt
+            when = "before the first step" if model.num_timesteps == 0 else f"at {model.num_timesteps} steps"
+            print(f"interrupted {when}: {unusable}, so no model was saved", file=sys.stderr)
+            return 130
         raise CLIError(f"{stopped}{unusable}, so no model was saved")
+    if interrupted:
+        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
     for _, moved in aside:
         moved.unlink()
     trained = "the trained model" if failure is None else "the model trained so far"
