@@ -1627,8 +1627,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
     train.add_argument(
         "--save-path",
-        help="model file, .zip, or a folder for model.zip (default: <run folder>/model.zip); its .json goes "
-        "beside it",
+        help="model file, .zip, or a folder for model.zip (one that exists, or a name ending in /) "
+        "(default: <run folder>/model.zip); its .json goes beside it",
     )
     train.add_argument("--tensorboard-log", metavar="DIR", help="write TensorBoard logs to DIR")
     train.add_argument(
@@ -1679,8 +1679,9 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--out",
         default="learning_curves.png",
-        help="image file, replaced if it exists, or a folder for learning_curves.png; .png is added to a "
-        "name without suffix, .pdf, .svg and .jpg also work (default: learning_curves.png)",
+        help="image file, replaced if it exists, or a folder for learning_curves.png (one that exists, or "
+        "a name ending in /); .png is added to a name without suffix, .pdf, .svg and .jpg also work "
+        "(default: learning_curves.png)",
     )
     plot.add_argument("--window", type=_positive_int, default=10, help="episodes per moving average (10)")
     plot.add_argument("--title", help="figure title")
