@@ -829,6 +829,21 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def _abandon_run(
+    env: VecEnv | None, run_dir: pathlib.Path, aside: list[tuple[pathlib.Path, pathlib.Path]]
+) -> None:
+    """Keep nothing of a run that saves no model (its Monitor logs, evaluations, best model) and put back the
+    earlier run's files that ``--overwrite`` set aside, so that the same command works again. Every run file
+    in the run folder is this run's: the earlier run's were set aside, or the run was refused."""
+    if env is not None:
+        with contextlib.suppress(Exception):  # an env that failed may fail to close too
+            env.close()
+    for path in {path for pattern in RUN_FILES for path in run_dir.glob(pattern)}:
+        path.unlink()
+    for path, moved in aside:
+        moved.rename(path)
+
+
 def _save_run(
     model: ACER, env: VecEnv, settings: TrainSettings, run_dir: pathlib.Path, model_path: pathlib.Path
 ) -> pathlib.Path | None:
@@ -1030,15 +1045,8 @@ def _run(
             **settings.hyperparameters,
         )
     except BaseException as error:  # Ctrl-C included
-        # Leave no empty run behind: it would block the corrected command without --overwrite; and put
-        # the earlier run's files back.
-        if env is not None:
-            with contextlib.suppress(Exception):  # an env that failed may fail to close too
-                env.close()
-        for path in run_dir.glob("*.monitor.csv"):
-            path.unlink()
-        for path, moved in aside:
-            moved.rename(path)
+        # Leave no empty run behind: it would block the corrected command without --overwrite.
+        _abandon_run(env, run_dir, aside)
         for folder in created:
             with contextlib.suppress(OSError):
                 folder.rmdir()
@@ -1107,14 +1115,7 @@ def _run(
         # A NaN observation, or one so large that the variance overflowed: enjoy could not use them.
         unusable = "the normalisation statistics hold NaN or inf"
     if unusable is not None:
-        # Nothing of this run is kept (its Monitor logs, evaluations, best model), and the earlier run's files
-        # come back: the same command works again.
-        with contextlib.suppress(Exception):  # an env that failed may fail to close too
-            env.close()
-        for path in {path for pattern in RUN_FILES for path in run_dir.glob(pattern)}:
-            path.unlink()
-        for path, moved in aside:
-            moved.rename(path)
+        _abandon_run(env, run_dir, aside)
         if interrupted and failure is None:
             when = "before the first step" if model.num_timesteps == 0 else f"at {model.num_timesteps} steps"
             print(f"interrupted {when}: {unusable}, so no model was saved", file=sys.stderr)
