@@ -15,6 +15,7 @@ import sys
 import tempfile
 import types
 import zipfile
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -794,6 +795,10 @@ def test_a_save_path_or_plot_out_naming_a_folder_writes_inside_it(
     assert not (tmp_path / "plots.png").exists()
 
 
+#: A normalised run evaluated every 50 steps.
+EVALUATED = ["--eval-freq", "50", "--eval-episodes", "2", "--hyperparams", "normalize=True"]
+
+
 def record_evaluation_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The ``deterministic`` flag of each ``EvalCallback`` that ``train`` makes, from now on."""
     evaluations: list[bool] = []
@@ -813,17 +818,7 @@ def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
     # Found by review (stop 41): as the zoo does, --eval-freq keeps the best evaluated model; here with the
     # run description and the normalisation statistics of that moment, so that enjoy plays it as it was.
     evaluations = record_evaluation_modes(monkeypatch)
-    extra = [
-        "--timesteps",
-        "200",
-        "--eval-freq",
-        "50",
-        "--eval-episodes",
-        "2",
-        "--hyperparams",
-        "normalize=True",
-    ]
-    code, out, err = train(capsys, tmp_path, *extra)
+    code, out, err = train(capsys, tmp_path, "--timesteps", "200", *EVALUATED)
     assert code == 0, err
     run_dir = tmp_path / "CartPole-v1_0"
     best = run_dir / "best_model.zip"
@@ -842,39 +837,41 @@ def test_eval_freq_keeps_the_best_model_with_its_description_and_statistics(
     assert not best.exists() and not (run_dir / "best_model.json").exists()
 
 
-BEST_RUN = [
-    "--timesteps",
-    "400",
-    "--eval-freq",
-    "50",
-    "--eval-episodes",
-    "2",
-    "--hyperparams",
-    "normalize=True",
-]
+BEST_RUN = ["--timesteps", "400", *EVALUATED]
+
+
+def around_best_model_saves(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], None]) -> list[int]:
+    """Call ``before(count)`` ahead of each save of ``best_model.zip`` (``count``: 1 for the first);
+    returns the list of the steps at which they were made."""
+    save = ACER.save
+    saves: list[int] = []
+
+    def watched(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
+        if pathlib.Path(path).name == "best_model.zip":
+            saves.append(self.num_timesteps)
+            before(len(saves))
+        save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "save", watched)
+    return saves
 
 
 def test_a_best_model_that_cannot_be_saved_does_not_stop_training(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Found by review (stop 41): a full disk at a best-model save ended the run and lost the model.
-    save = ACER.save
-    calls: list[str] = []
-
-    def full_from_second_best(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
-        calls.append(pathlib.Path(path).name)
-        if calls.count("best_model.zip") >= 2 and pathlib.Path(path).name == "best_model.zip":
+    def full_from_second_best(count: int) -> None:
+        if count >= 2:
             raise OSError(28, "No space left on device")
-        save(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(ACER, "save", full_from_second_best)
+    saves = around_best_model_saves(monkeypatch, full_from_second_best)
     code, out, err = train(capsys, tmp_path, *BEST_RUN)
     assert code == 0, err
     run_dir = tmp_path / "CartPole-v1_0"
     assert err.startswith(
         f"warning: cannot save the best model to {run_dir / 'best_model.zip'}: No space left"
     )
-    assert calls.count("best_model.zip") >= 2, "the scenario needs a second best"
+    assert len(saves) >= 2, "the scenario needs a second best"
     assert ACER.load(run_dir / "model.zip").num_timesteps >= 400
     # No best model is better than one whose files disagree: the set is removed and the summary says so.
     assert not any(run_dir.glob("best_model*")) and "best model:" not in out
@@ -884,17 +881,11 @@ def test_a_best_model_that_cannot_be_saved_does_not_stop_training(
 def test_ctrl_c_during_a_best_model_save_keeps_its_files_together(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    save = ACER.save
-    saves: list[int] = []
+    def ctrl_c_at_second_best(count: int) -> None:
+        if count == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # between the model and its description
 
-    def ctrl_c_at_second_best(self: ACER, path: Any, *args: Any, **kwargs: Any) -> None:
-        if pathlib.Path(path).name == "best_model.zip":
-            saves.append(self.num_timesteps)
-            if len(saves) == 2:
-                os.kill(os.getpid(), signal.SIGINT)  # between the model and its description
-        save(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(ACER, "save", ctrl_c_at_second_best)
+    saves = around_best_model_saves(monkeypatch, ctrl_c_at_second_best)
     code, _, err = train(capsys, tmp_path, *BEST_RUN)
     assert code == 130, err
     run_dir = tmp_path / "CartPole-v1_0"
