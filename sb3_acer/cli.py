@@ -85,7 +85,7 @@ from sb3_acer.presets import (
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 from sb3_acer.vec_env import SafeSubprocVecEnv
 
-__all__ = ["CLIError", "check_can_create", "check_optional", "failure_summary", "main"]
+__all__ = ["CLIError", "check_can_create", "check_optional", "main", "stopped_by"]
 
 PROG = "sb3-acer"
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
@@ -662,10 +662,15 @@ def _check_path(path: pathlib.Path, what: str, *, folder: bool) -> None:
             return
 
 
-def failure_summary(error: BaseException) -> str:
-    """``"ValueError: <first line of the message>"``, or ``"AssertionError (no message)"``."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0]}" if lines else f"{type(error).__name__} (no message)"
+def stopped_by(failure: BaseException | None, steps: int) -> str:
+    """The start of the error line of a run that ``failure`` stopped at ``steps``: ``"training stopped at
+    step 40 by ValueError: <first line of the message>; "`` (``"AssertionError (no message)"`` for an empty
+    message), or ``""`` without a failure."""
+    if failure is None:
+        return ""
+    lines = [line.strip() for line in str(failure).splitlines() if line.strip()]
+    cause = f"{type(failure).__name__}: {lines[0]}" if lines else f"{type(failure).__name__} (no message)"
+    return f"training stopped at step {steps} by {cause}; "
 
 
 def _finite_statistics(env: VecNormalize) -> bool:
@@ -1103,11 +1108,7 @@ def _run(
         if args.verbose:
             traceback.print_exc()
     elapsed = time.perf_counter() - start
-    stopped = (
-        ""
-        if failure is None
-        else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
-    )
+    stopped = stopped_by(failure, model.num_timesteps)
     unusable = None
     if (failure is not None or interrupted) and model.num_timesteps == 0:
         unusable = "nothing was trained"

@@ -31,7 +31,7 @@ from stable_baselines3.common.utils import get_latest_run_id
 
 from sb3_acer.acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.cli import CLIError, check_can_create, check_optional, failure_summary
+from sb3_acer.cli import CLIError, check_can_create, check_optional, stopped_by
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization import saving_through_ctrl_c
 
@@ -276,11 +276,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             failure = error
             if args.verbose:
                 traceback.print_exc()
-        stopped = (
-            ""
-            if failure is None
-            else f"training stopped at step {model.num_timesteps} by {failure_summary(failure)}; "
-        )
+        stopped = stopped_by(failure, model.num_timesteps)
         trained = "the trained model" if failure is None else "the model trained so far"
         if failure is not None and model.num_timesteps == 0:
             print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
