@@ -259,6 +259,8 @@ def make_env(
     """
     from stable_baselines3.common.atari_wrappers import AtariWrapper
 
+    if info.atari:  # SB3's AtariWrapper fails on the first frame without it, with an AssertionError
+        check_optional("cv2", "Atari preprocessing (AtariWrapper)", "pip install 'sb3-acer[atari]'")
     outer = wrapper_class(wrappers)
 
     def wrap(env: gym.Env) -> gym.Env:
@@ -1301,11 +1303,11 @@ def _enjoy(args: argparse.Namespace) -> int:
         raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
 
     returns: list[float] = []
-    obs = env.reset()
     # Recurrent policies carry their LSTM state from step to step and reset it at episode starts.
     state: tuple[np.ndarray, ...] | None = None
     episode_start = np.ones((env.num_envs,), dtype=bool)
     try:
+        obs = env.reset()
         while len(returns) < args.episodes:
             action, state = model.predict(
                 obs,  # type: ignore[arg-type]
@@ -1321,6 +1323,9 @@ def _enjoy(args: argparse.Namespace) -> int:
                 print(f"episode {len(returns)}: return {episode['r']:.2f}, length {episode['l']}")
     except KeyboardInterrupt:
         interrupted = True
+    except gym.error.DependencyNotInstalled as error:  # --render without pygame, met at the first frame
+        env.close()
+        raise CLIError(f"cannot show {info.env_id}: {_one_line(error)}") from None
     else:
         interrupted = False
     env.close()

@@ -163,7 +163,9 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_p
     for name, meaning in (("checkpoint_freq", "never"), ("eval_freq", "never"), ("log_interval", "never")):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must be 0 ({meaning}) or positive")
-    ale_game_name(args.env)
+    ale_game_name(args.env)  # ImportError without ale-py
+    if args.sampler == "wrappers":  # SB3's AtariWrapper fails on the first frame without it
+        check_optional("cv2", "--sampler wrappers", "pip install 'sb3-acer[atari]'")
     ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
     if not args.no_progress_bar:
         for module in ("tqdm", "rich"):
@@ -203,7 +205,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         save_path = (logdir or pathlib.Path(".")) / f"acer_{env_name}.zip"
     try:
         _check_options(args, logdir, save_path)
-    except (ValueError, CLIError) as error:
+    except (ValueError, ImportError, CLIError) as error:
         parser.error(str(error))  # one line, exit status 2, before anything is made or written
     monitor_dir = str(logdir / "monitor") if logdir else None
     final = save_path if save_path.suffix else save_path.with_suffix(".zip")

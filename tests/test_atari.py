@@ -757,6 +757,17 @@ def test_run_atari_help_documents_every_option() -> None:
         (["tqdm"], [], "the progress bar needs tqdm: pip install tqdm rich (or pass --no-progress-bar)"),
         (["rich"], [], "the progress bar needs rich: pip install tqdm rich (or pass --no-progress-bar)"),
         (["tensorboard"], ["--no-progress-bar"], "--logdir needs tensorboard: pip install tensorboard"),
+        (
+            ["ale_py"],
+            ["--no-progress-bar"],
+            "Atari needs ale-py and OpenCV: pip install 'sb3-acer[atari]' (ale-py ships the ROMs, nothing is "
+            "downloaded)",
+        ),
+        (
+            ["cv2"],
+            ["--no-progress-bar", "--sampler=wrappers"],
+            "--sampler wrappers needs cv2: pip install 'sb3-acer[atari]'",
+        ),
     ],
 )
 def test_run_atari_names_a_missing_optional_package_before_writing_anything(

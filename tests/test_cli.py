@@ -519,6 +519,30 @@ def test_enjoy_video_needs_moviepy(
     assert err == "error: video recording needs moviepy: pip install moviepy\n"
 
 
+def test_enjoy_render_without_pygame_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pygame", None)  # import pygame raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, out, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--render")
+    assert_one_line_error(code, err, 1, "cannot show CartPole-v1: pygame is not installed")
+    assert "pip install" in err and "episode" not in out
+
+
+def test_atari_without_opencv_is_one_line_before_anything_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "cv2", None)  # import cv2 raises ImportError
+    code, _, err = run(
+        capsys, "train", "PongNoFrameskip-v4", *FAST, "--n-envs", "2", "--log-folder", str(tmp_path / "logs")
+    )
+    assert_one_line_error(
+        code, err, 1, "Atari preprocessing (AtariWrapper) needs cv2: pip install 'sb3-acer[atari]'"
+    )
+    assert not any((tmp_path / "logs").rglob("*.*"))
+
+
 def test_enjoy_records_one_video_per_episode(
     capsys: pytest.CaptureFixture[str],
     tmp_path: pathlib.Path,
