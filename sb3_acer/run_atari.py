@@ -8,12 +8,13 @@ ale-py. --num-timesteps counts agent steps over all environments, each 4 emulato
 is 40M frames. Training runs for exactly --num-timesteps steps (rounded up to whole updates of n_envs x 20
 steps); SB2's script trained 10% more than it was asked to. The model is saved at the end (--save-path),
 and every --checkpoint-freq steps during training; Ctrl-C (SIGINT) stops training and saves the model
-trained so far. Every --eval-freq steps the policy plays --n-eval-episodes full games on separately
-seeded environments, whose true (unclipped) scores are printed, logged (eval/mean_reward) and saved in
-<logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean) are full-game, unclipped scores
-too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv, which
-`sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard events and
-progress.csv).
+trained so far (nothing before the first step). An earlier run's files where this run writes them stop it
+before it starts, unless --overwrite. Every --eval-freq steps the policy plays --n-eval-episodes full
+games on separately seeded environments, whose true (unclipped) scores are printed, logged
+(eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean)
+are full-game, unclipped scores too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv,
+which `sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard
+events and progress.csv).
 """
 
 from __future__ import annotations
@@ -23,15 +24,27 @@ import pathlib
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import Any, NamedTuple
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.utils import get_latest_run_id
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
 from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.cli import CLIError, check_can_create, check_optional, stopped_by
+from sb3_acer.cli import (
+    CLIError,
+    UsageError,
+    _check_device,
+    _in_folder,
+    _integer,
+    _make_folders,
+    _one_line,
+    check_can_create,
+    check_optional,
+    stopped_by,
+)
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization import saving_through_ctrl_c
 
@@ -39,6 +52,12 @@ __all__ = ["build_parser", "main"]
 
 #: ``--policy`` choices (SB2's): Nature CNN, and the CNN followed by an LSTM, plain or layer-normalised.
 POLICIES = {"cnn": "CnnPolicy", "lstm": "CnnLstmPolicy", "lnlstm": "CnnLnLstmPolicy"}
+
+
+def _whole_number(text: str) -> int:
+    """An integer option, in any notation that names one (``1e7``, as ``sb3-acer train`` takes); its range is
+    checked with the other options."""
+    return _integer(text, "a whole number", minimum=-(2**63))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,11 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--env", default="BreakoutNoFrameskip-v4", help="NoFrameskip-v4 environment id" + default
     )
     game.add_argument(
-        "--seed", type=int, default=0, help="seed of everything; game i gets seed + i" + default
+        "--seed", type=_whole_number, default=0, help="seed of everything; game i gets seed + i" + default
     )
     game.add_argument(
         "--num-timesteps",
-        type=int,
+        type=_whole_number,
         default=10_000_000,
         help="agent steps to train for, all envs together; 1 step = 4 frames" + default,
     )
@@ -86,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = parser.add_argument_group("training")
-    run.add_argument("--n-envs", type=int, default=16, help="games played side by side" + default)
+    run.add_argument("--n-envs", type=_whole_number, default=16, help="games played side by side" + default)
     run.add_argument(
         "--sampler",
         choices=SAMPLERS,
@@ -98,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--learning-rate", type=float, default=7e-4, help="initial learning rate" + default)
     run.add_argument(
         "--buffer-size",
-        type=int,
+        type=_whole_number,
         default=5000,
         help="replay capacity in steps per env (SB2's Atari value)" + default,
     )
@@ -106,12 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay-ratio", type=float, default=4.0, help="mean replay updates per update" + default
     )
     run.add_argument(
-        "--replay-start", type=int, default=1000, help="steps per env stored before replay starts" + default
+        "--replay-start",
+        type=_whole_number,
+        default=1000,
+        help="steps per env stored before replay starts" + default,
     )
-    run.add_argument("--torch-threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    run.add_argument(
+        "--torch-threads", type=_whole_number, default=None, help="torch CPU threads (default: torch's)"
+    )
     run.add_argument(
         "--env-threads",
-        type=int,
+        type=_whole_number,
         default=0,
         help="emulator threads of ale-vector (0: one per core)" + default,
     )
@@ -124,17 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output.add_argument(
         "--checkpoint-freq",
-        type=int,
+        type=_whole_number,
         default=1_000_000,
         help="save a checkpoint every this many steps in <logdir or save folder>/checkpoints; 0: never"
         + default,
     )
     output.add_argument(
-        "--eval-freq", type=int, default=250_000, help="evaluate every this many steps; 0: never" + default
+        "--eval-freq",
+        type=_whole_number,
+        default=250_000,
+        help="evaluate every this many steps; 0: never" + default,
     )
     output.add_argument(
         "--n-eval-episodes",
-        type=int,
+        type=_whole_number,
         default=5,
         help="full games per evaluation, played in parallel" + default,
     )
@@ -144,15 +171,46 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate the greedy policy instead of sampling (with ale-vector, a greedy policy that never "
         "presses FIRE after a lost life plays on until the 108k-frame limit in games such as Breakout)",
     )
-    output.add_argument("--log-interval", type=int, default=100, help="updates between log lines" + default)
+    output.add_argument(
+        "--log-interval", type=_whole_number, default=100, help="updates between log lines" + default
+    )
+    output.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run's model, Monitor log, checkpoints, evaluations and best model where "
+        "this run writes them (without it, such files stop the run before it starts)",
+    )
     output.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     output.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="0: quiet" + default)
     return parser
 
 
-def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_path: pathlib.Path) -> None:
+class _Paths(NamedTuple):
+    """Where a run writes: the final model, and the folders of its Monitor log and checkpoints (None when it
+    writes none)."""
+
+    final: pathlib.Path
+    monitor: pathlib.Path | None
+    checkpoints: pathlib.Path | None
+
+
+def _paths(args: argparse.Namespace, logdir: pathlib.Path | None) -> _Paths:
+    name = f"acer_{args.env.split('/')[-1]}.zip"
+    if args.save_path is not None:  # a folder (an existing one, or a name ending in /) gets the default name
+        save_path = pathlib.Path(_in_folder(args.save_path, name))
+    else:
+        save_path = (logdir or pathlib.Path(".")) / name
+    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
+    # CheckpointCallback makes its folder when training starts: only for a run long enough to use it.
+    checkpoints = (logdir or final.parent) / "checkpoints"
+    saves_checkpoints = 0 < args.checkpoint_freq <= args.num_timesteps
+    return _Paths(final, logdir / "monitor" if logdir else None, checkpoints if saves_checkpoints else None)
+
+
+def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
     """Raise ``ValueError`` (or the CLI's path error) naming the first option that cannot work: the
-    counts, the game, ACER's settings (checked by building the model without an env) and the paths."""
+    counts, the game, ACER's settings (checked by building the model without an env), the device and the
+    paths."""
     for name in ("num_timesteps", "n_envs", "n_eval_episodes"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive")
@@ -167,14 +225,30 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, save_p
     if args.sampler == "wrappers":  # SB3's AtariWrapper fails on the first frame without it
         check_optional("cv2", "--sampler wrappers", "pip install 'sb3-acer[atari]'")
     ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
+    _check_device(args.device)  # one torch has no backend for (mps, xla, meta), found before the games start
     if not args.no_progress_bar:
         for module in ("tqdm", "rich"):
             check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
     if logdir is not None:
         check_optional("tensorboard", "--logdir", "pip install tensorboard")
         check_can_create(logdir, "--logdir", folder=True)
-    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
-    check_can_create(final, "--save-path", folder=False)
+    for folder, what in ((paths.monitor, "the Monitor folder"), (paths.checkpoints, "the checkpoint folder")):
+        if folder is not None:
+            check_can_create(folder, what, folder=True)
+    check_can_create(paths.final, "--save-path", folder=False)
+
+
+def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
+    """The files of an earlier run that this one would replace, or leave beside its own as if they were its
+    own: the model, the Monitor log, checkpoints of this game, evaluations and the best model."""
+    found = [paths.final] if paths.final.exists() else []
+    if paths.monitor is not None:
+        found += sorted(paths.monitor.glob("*.monitor.csv"))
+    if logdir is not None:
+        found += [path for path in (logdir / "evaluations.npz", logdir / "best_model.zip") if path.exists()]
+    if paths.checkpoints is not None:
+        found += sorted(paths.checkpoints.glob(f"acer_{args.env.split('/')[-1]}_*_steps.zip"))
+    return found
 
 
 def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,73 +272,105 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser = build_parser()
     args = parser.parse_args(argv)
     logdir = pathlib.Path(args.logdir) if args.logdir else None
-    env_name = args.env.split("/")[-1]
-    if args.save_path is not None:
-        save_path = pathlib.Path(args.save_path)
-    else:
-        save_path = (logdir or pathlib.Path(".")) / f"acer_{env_name}.zip"
+    paths = _paths(args, logdir)
     try:
-        _check_options(args, logdir, save_path)
+        _check_options(args, logdir, paths)
+        earlier = _earlier_run(args, logdir, paths)
+        if earlier and not args.overwrite:
+            listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+            raise ValueError(
+                f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
+                f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
+            )
     except (ValueError, ImportError, CLIError) as error:
         parser.error(str(error))  # one line, exit status 2, before anything is made or written
-    monitor_dir = str(logdir / "monitor") if logdir else None
-    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
+    try:
+        return _train(args, logdir, paths, earlier)
+    except UsageError as error:
+        parser.error(str(error))
+    except KeyboardInterrupt:  # while the games or the model are made (training saves the model itself)
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
+
+def _train(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths, earlier: list[pathlib.Path]
+) -> pathlib.Path:
+    final = paths.final
+    for path in earlier:  # --overwrite; the earlier model itself stays until the new one replaces it
+        if path != final:
+            path.unlink()
+    made = _make_folders(paths.monitor) if paths.monitor is not None else []
     env = make_atari_vec_env(
         args.env,
         args.n_envs,
         seed=args.seed,
         sampler=args.sampler,
-        monitor_dir=monitor_dir,
+        monitor_dir=None if paths.monitor is None else str(paths.monitor),
         num_threads=args.env_threads,
     )
-    model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
-    if logdir is not None:
-        # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's run folder.
-        run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
-        formats = ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
-        model.set_logger(configure(str(run), formats))
-
-    callbacks: list[BaseCallback] = []
-    eval_env = None
-    if args.checkpoint_freq > 0:
-        callbacks.append(
-            CheckpointCallback(
-                save_freq=max(args.checkpoint_freq // args.n_envs, 1),
-                save_path=str((logdir or save_path.parent) / "checkpoints"),
-                name_prefix=f"acer_{env_name}",
-                verbose=args.verbose,
-            )
-        )
-    if args.eval_freq > 0:
-        eval_env = make_atari_vec_env(
-            args.env,
-            args.n_eval_episodes,
-            seed=args.seed + 10_000,
-            sampler=args.sampler,
-            num_threads=args.env_threads,
-        )
-        callbacks.append(
-            EvalCallback(
-                eval_env,
-                n_eval_episodes=args.n_eval_episodes,
-                eval_freq=max(args.eval_freq // args.n_envs, 1),
-                log_path=str(logdir) if logdir else None,
-                best_model_save_path=str(logdir) if logdir else None,
-                deterministic=args.eval_deterministic,
-                verbose=args.verbose,
-            )
-        )
-
-    if args.verbose:
-        buffer = model.replay_buffer
-        size = f"{buffer.nbytes / 1e9:.2f} GB ({type(buffer).__name__})" if buffer is not None else "none"
-        print(
-            f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
-            f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
-        )
+    try:
+        model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
+    except MemoryError as error:  # a replay memory larger than the machine's
+        env.close()
+        if paths.monitor is not None:
+            for path in paths.monitor.glob("*.monitor.csv"):  # this run's: an earlier run's were refused
+                path.unlink()
+        for folder in made:
+            folder.rmdir()
+        raise UsageError(
+            f"cannot build the model: {_one_line(error)}; lower --buffer-size or --n-envs"
+        ) from None
+    except BaseException:
+        env.close()
+        raise
+    eval_env: VecEnv | None = None
+    logger: Logger | None = None
     failure: Exception | None = None
     try:
+        if logdir is not None:
+            # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's folder.
+            run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+            logger = configure(
+                str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
+            )
+            model.set_logger(logger)
+        callbacks: list[BaseCallback] = []
+        if paths.checkpoints is not None:
+            callbacks.append(
+                CheckpointCallback(
+                    save_freq=max(args.checkpoint_freq // args.n_envs, 1),
+                    save_path=str(paths.checkpoints),
+                    name_prefix=f"acer_{args.env.split('/')[-1]}",
+                    verbose=args.verbose,
+                )
+            )
+        if args.eval_freq > 0:
+            eval_env = make_atari_vec_env(
+                args.env,
+                args.n_eval_episodes,
+                seed=args.seed + 10_000,
+                sampler=args.sampler,
+                num_threads=args.env_threads,
+            )
+            callbacks.append(
+                EvalCallback(
+                    eval_env,
+                    n_eval_episodes=args.n_eval_episodes,
+                    eval_freq=max(args.eval_freq // args.n_envs, 1),
+                    log_path=str(logdir) if logdir else None,
+                    best_model_save_path=str(logdir) if logdir else None,
+                    deterministic=args.eval_deterministic,
+                    verbose=args.verbose,
+                )
+            )
+        if args.verbose:
+            buffer = model.replay_buffer
+            size = f"{buffer.nbytes / 1e9:.2f} GB ({type(buffer).__name__})" if buffer is not None else "none"
+            print(
+                f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
+                f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
+            )
         try:
             model.learn(
                 total_timesteps=args.num_timesteps,
@@ -273,6 +379,12 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
                 progress_bar=not args.no_progress_bar,
             )
         except KeyboardInterrupt:
+            if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one
+                print(
+                    "interrupted before the first step: nothing was trained, so no model was saved",
+                    file=sys.stderr,
+                )
+                raise SystemExit(130) from None
             print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
         except Exception as error:  # the emulator, a worker or a callback failed: keep what was trained
             failure = error
@@ -285,8 +397,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             raise SystemExit(1)
         with saving_through_ctrl_c():
             try:
-                save_path.parent.mkdir(parents=True, exist_ok=True)
-                model.save(save_path)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                model.save(final)
             except OSError as error:  # the disk filled up, the folder went away: keep the model elsewhere
                 rescue = pathlib.Path(tempfile.mkdtemp(prefix="sb3-acer-")) / final.name
                 model.save(rescue)
@@ -300,8 +412,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         env.close()
         if eval_env is not None:
             eval_env.close()
-        if logdir is not None:
-            model.logger.close()  # flushes progress.csv and the TensorBoard events
+        if logger is not None:
+            logger.close()  # flushes progress.csv and the TensorBoard events
     if failure is not None:
         print(f"error: {stopped}{trained} is in {final}", file=sys.stderr)
         raise SystemExit(1)

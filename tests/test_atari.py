@@ -653,6 +653,7 @@ def test_run_atari_keeps_the_model_when_training_fails(
     target = tmp_path / "model.zip"
     argv = [
         "--num-timesteps=400",
+        "--checkpoint-freq=40",
         "--n-envs=2",
         "--eval-freq=0",
         "--no-progress-bar",
@@ -698,6 +699,7 @@ def test_run_atari_saves_the_model_when_interrupted(
     saved = main(
         [
             "--num-timesteps=400",
+            "--checkpoint-freq=40",
             "--n-envs=2",
             "--buffer-size=60",
             "--replay-start=20",
@@ -804,6 +806,7 @@ def test_run_atari_names_a_missing_optional_package_before_writing_anything(
         (["--env=ALE/Pong-v5"], "'ALE/Pong-v5' has frameskip=4"),
         (["--save-path={tmp}/afile/model.zip"], "--save-path {tmp}/afile/model.zip cannot be created: "),
         (["--logdir={tmp}/afile"], "--logdir {tmp}/afile is a file, not a folder"),
+        (["--device=meta"], "unusable torch device 'meta'; use one of auto, cpu, cuda, cuda:N"),
     ],
 )
 def test_run_atari_refuses_bad_options_before_writing_anything(
@@ -821,3 +824,146 @@ def test_run_atari_refuses_bad_options_before_writing_anything(
     err = capsys.readouterr().err
     assert f"error: {message.format(tmp=tmp_path)}" in err and "Traceback" not in err
     assert sorted(tmp_path.rglob("*")) == before
+
+
+QUICK = ["--n-envs=2", "--num-timesteps=40", "--eval-freq=0", "--no-progress-bar", "--verbose=0"]
+
+
+@pytest.mark.parametrize("taken", ["checkpoints", "monitor"])
+def test_run_atari_checks_its_checkpoint_and_monitor_folders_first(
+    taken: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / taken).write_text("")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, "--checkpoint-freq=20", f"--logdir={tmp_path / 'logs'}"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'logs' / taken} is a file, not a folder" in err and "Traceback" not in err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_run_atari_makes_no_checkpoint_folder_for_a_run_shorter_than_the_checkpoint_freq(
+    tmp_path: pathlib.Path,
+) -> None:
+    saved = main([*QUICK, f"--save-path={tmp_path}/"])  # a name ending in / is a folder, as in train
+    assert saved == tmp_path / "acer_BreakoutNoFrameskip-v4.zip" and saved.is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["acer_BreakoutNoFrameskip-v4.zip"]
+
+
+def test_run_atari_counts_take_any_whole_number_notation() -> None:
+    args = build_parser().parse_args(["--num-timesteps=1e7", "--checkpoint-freq=2.5E5", "--n-envs=16.0"])
+    assert (args.num_timesteps, args.checkpoint_freq, args.n_envs) == (10_000_000, 250_000, 16)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--num-timesteps=1.5"])
+
+
+def _earlier_run(logdir: pathlib.Path) -> dict[str, bytes]:
+    files = {
+        "acer_BreakoutNoFrameskip-v4.zip": b"model",
+        "monitor/ale_vector.monitor.csv": b"scores",
+        "checkpoints/acer_BreakoutNoFrameskip-v4_20_steps.zip": b"checkpoint",
+        "best_model.zip": b"best",
+        "evaluations.npz": b"evaluations",
+    }
+    for name, data in files.items():
+        (logdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (logdir / name).write_bytes(data)
+    return files
+
+
+def test_run_atari_replaces_an_earlier_run_only_with_overwrite(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a second run with the same --logdir silently replaced the first run's model, Monitor log and
+    checkpoints, and left its best model and evaluations beside the new model."""
+    logdir = tmp_path / "run"
+    files = _earlier_run(logdir)
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {logdir / 'acer_BreakoutNoFrameskip-v4.zip'}, {logdir / 'monitor'}" in err
+    assert ", ... exist: pass --overwrite to replace them, or choose another --logdir or --save-path" in err
+    assert {name: (logdir / name).read_bytes() for name in files} == files
+    assert sorted(path.relative_to(logdir).as_posix() for path in logdir.rglob("*.*")) == sorted(files)
+
+    saved = main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}", "--overwrite"])
+    assert ACER.load(saved).num_timesteps == 40
+    assert not (logdir / "best_model.zip").exists() and not (logdir / "evaluations.npz").exists()
+    assert sorted(path.name for path in (logdir / "checkpoints").iterdir()) == [
+        "acer_BreakoutNoFrameskip-v4_20_steps.zip",
+        "acer_BreakoutNoFrameskip-v4_40_steps.zip",
+    ]
+    assert (logdir / "checkpoints" / "acer_BreakoutNoFrameskip-v4_20_steps.zip").read_bytes() != b"checkpoint"
+
+
+def test_run_atari_interrupted_before_the_first_step_keeps_the_earlier_model(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a Ctrl-C right after the start saved an untrained model over the trained one, exit code 0."""
+    target = tmp_path / "model.zip"
+    target.write_bytes(b"trained")
+
+    def ctrl_c(self: ACER, *args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ACER, "learn", ctrl_c)
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, f"--save-path={target}", "--overwrite"])
+    assert raised.value.code == 130
+    assert (
+        capsys.readouterr().err
+        == "interrupted before the first step: nothing was trained, so no model was saved\n"
+    )
+    assert target.read_bytes() == b"trained"
+
+
+class _FailsToBuild(ACER):
+    """Fails when the model is built (with its env), not when run_atari checks the settings (without)."""
+
+    failure: ClassVar[BaseException]
+
+    def __init__(self, policy: Any, env: Any, *args: Any, **kwargs: Any) -> None:
+        if env is not None:
+            raise self.failure
+        super().__init__(policy, env, *args, **kwargs)
+
+
+@pytest.mark.parametrize("where", ["make_atari_vec_env", "ACER"])
+def test_run_atari_interrupted_while_it_starts_is_one_line(
+    where: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sb3_acer.run_atari
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_FailsToBuild, "failure", KeyboardInterrupt(), raising=False)
+    monkeypatch.setattr(sb3_acer.run_atari, where, _FailsToBuild if where == "ACER" else ctrl_c)
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, f"--save-path={tmp_path / 'model.zip'}"])
+    assert raised.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert not (tmp_path / "model.zip").exists()
+
+
+def test_run_atari_without_memory_for_its_replay_is_one_line_and_keeps_no_log(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sb3_acer.run_atari
+
+    monkeypatch.setattr(
+        _FailsToBuild, "failure", MemoryError("Unable to allocate 12.8 TiB for an array"), raising=False
+    )
+    monkeypatch.setattr(sb3_acer.run_atari, "ACER", _FailsToBuild)
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, f"--logdir={tmp_path / 'logs'}"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(
+        "error: cannot build the model: Unable to allocate 12.8 TiB for an array; lower --buffer-size or "
+        "--n-envs\n"
+    )
+    assert "Traceback" not in err and not (tmp_path / "logs").exists()
