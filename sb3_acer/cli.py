@@ -1233,6 +1233,48 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     return run_info
 
 
+def _enjoy_env(
+    args: argparse.Namespace,
+    env_id: str,
+    info: EnvInfo,
+    model: ACER,
+    model_path: pathlib.Path,
+    run_info: dict[str, Any],
+    video: Callable[[gym.Env], gym.Env] | None,
+    wrappers: tuple[WrapperSpec, ...],
+    env_kwargs: dict[str, Any],
+) -> VecEnv:
+    """The env ``enjoy`` plays the model in: checked to fit it, normalised as it was trained."""
+    render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
+    try:
+        env = make_env(
+            info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers, env_kwargs=env_kwargs
+        )
+    except CLIError:
+        raise
+    except (ValueError, TypeError, AssertionError) as error:  # a saved wrapper that cannot wrap this env
+        raise UsageError(f"cannot make {env_id} for the model: {_one_line(error)}") from None
+    try:
+        check_for_correct_spaces(env, model.observation_space, model.action_space)
+    except ValueError as error:
+        env.close()
+        raise UsageError(f"the model does not fit {env_id}: {_one_line(error)}") from None
+    normalization_path = _sidecar(model_path, ".vecnormalize.npz")
+    # The run description says whether the model was trained normalised; without one (a model saved from
+    # Python), statistics beside the model are used when they exist.
+    normalized = run_info["normalize"] if "normalize" in run_info else normalization_path.is_file()
+    if normalized and normalization_path.is_file():
+        try:
+            env = load_normalization(env, normalization_path)
+        except (OSError, ValueError, KeyError) as error:
+            env.close()
+            raise CLIError(f"cannot read {normalization_path}: {_one_line(error)}") from None
+    elif normalized:
+        env.close()
+        raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
+    return env
+
+
 def cmd_enjoy(args: argparse.Namespace) -> int:
     with _torch_threads(1):  # one observation at a time: threads only add overhead
         return _enjoy(args)
@@ -1274,33 +1316,15 @@ def _enjoy(args: argparse.Namespace) -> int:
         model = ACER.load(model_path, device=args.device)
     except (ModelFileError, OSError) as error:
         raise CLIError(f"cannot load {model_path}: {_one_line(error)}") from None
-    render_mode = "rgb_array" if video is not None else ("human" if args.render else None)
+    # RecordVideo makes its folder when the env is made: gone again if the model cannot play there.
+    video_made = [] if video is None else [f for f in [video_folder, *video_folder.parents] if not f.exists()]
     try:
-        env = make_env(
-            info, 1, args.seed, render_mode=render_mode, video=video, wrappers=wrappers, env_kwargs=env_kwargs
-        )
-    except CLIError:
+        env = _enjoy_env(args, env_id, info, model, model_path, run_info, video, wrappers, env_kwargs)
+    except BaseException:
+        for folder in video_made:  # deepest first; nothing was recorded in them
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
-    except (ValueError, TypeError, AssertionError) as error:  # a saved wrapper that cannot wrap this env
-        raise UsageError(f"cannot make {env_id} for the model: {_one_line(error)}") from None
-    try:
-        check_for_correct_spaces(env, model.observation_space, model.action_space)
-    except ValueError as error:
-        env.close()
-        raise UsageError(f"the model does not fit {env_id}: {_one_line(error)}") from None
-    normalization_path = _sidecar(model_path, ".vecnormalize.npz")
-    # The run description says whether the model was trained normalised; without one (a model saved from
-    # Python), statistics beside the model are used when they exist.
-    normalized = run_info["normalize"] if "normalize" in run_info else normalization_path.is_file()
-    if normalized and normalization_path.is_file():
-        try:
-            env = load_normalization(env, normalization_path)
-        except (OSError, ValueError, KeyError) as error:
-            env.close()
-            raise CLIError(f"cannot read {normalization_path}: {_one_line(error)}") from None
-    elif normalized:
-        env.close()
-        raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
 
     returns: list[float] = []
     # Recurrent policies carry their LSTM state from step to step and reset it at episode starts.
@@ -1430,14 +1454,15 @@ def _monitor_results(run: pathlib.Path) -> Any:
 def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> list[Curve]:
     """Episode return against environment steps, smoothed over ``window`` episodes, per experiment.
 
-    The runs of an experiment are interpolated onto the steps that all of them reached; ``std`` is 0 for
-    an experiment of one run.
+    The runs of an experiment are interpolated onto the steps that all of them reached (an experiment whose
+    runs share no steps is skipped, with a line on stderr); ``std`` is 0 for an experiment of one run.
     """
     from stable_baselines3.common.results_plotter import X_TIMESTEPS, ts2xy, window_func
 
     groups = find_runs(paths)
     names = [name for _, name in groups]
     curves = []
+    apart = []  # experiments whose runs share no steps: a mean there would extrapolate
     for (parent, name), runs in groups.items():
         label = name if names.count(name) == 1 else f"{pathlib.Path(parent).name}/{name}"
         xy = []
@@ -1455,11 +1480,19 @@ def learning_curves(paths: Sequence[str], window: int, points: int = 200) -> lis
             continue
         low = max(steps[0] for steps, _ in xy)
         high = min(steps[-1] for steps, _ in xy)
+        if high < low:
+            apart.append(
+                f"{label}: its {len(xy)} runs share no range of steps (a smoothed curve starts at {low:.0f} "
+                f"steps, another ends at {high:.0f})"
+            )
+            continue
         grid = np.linspace(low, high, points) if high > low else np.array([high])
         values = np.stack([np.interp(grid, steps, returns) for steps, returns in xy])
         curves.append(Curve(label, len(xy), grid, values.mean(axis=0), values.std(axis=0)))
     if not curves:
-        raise CLIError("no finished episode in any run")
+        raise CLIError(f"nothing to draw: {'; '.join(apart)}" if apart else "no finished episode in any run")
+    for reason in apart:
+        print(f"{reason}, skipped", file=sys.stderr)
     return curves
 
 

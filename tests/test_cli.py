@@ -543,12 +543,9 @@ def test_atari_without_opencv_is_one_line_before_anything_is_written(
     assert not any((tmp_path / "logs").rglob("*.*"))
 
 
-def test_enjoy_records_one_video_per_episode(
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: pathlib.Path,
-    monkeypatch: pytest.MonkeyPatch,
-    render_env_id: str,
-) -> None:
+@pytest.fixture
+def fake_moviepy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """moviepy's ImageSequenceClip, recording the name and the number of frames of each video written."""
     written: list[tuple[str, int]] = []
 
     class ImageSequenceClip:  # stands in for moviepy's: records what would be encoded
@@ -565,6 +562,24 @@ def test_enjoy_records_one_video_per_episode(
     fake["moviepy.video.io.ImageSequenceClip"] = clip_module
     for name, module in fake.items():
         monkeypatch.setitem(sys.modules, name, module)
+    return written
+
+
+def test_enjoy_that_fails_before_playing_leaves_no_video_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, fake_moviepy: list[tuple[str, int]]
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    videos = tmp_path / "new" / "videos"
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "Acrobot-v1", "--video-folder", str(videos))
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+    assert not (tmp_path / "new").exists() and fake_moviepy == []
+
+
+def test_enjoy_records_one_video_per_episode(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, render_env_id: str, fake_moviepy: list[Any]
+) -> None:
+    written = fake_moviepy
 
     model_path = tmp_path / "model.zip"
     ACER("MlpPolicy", render_env_id, n_steps=5).save(model_path)
@@ -593,6 +608,31 @@ def write_monitor(run_dir: pathlib.Path, returns: list[float], lengths: list[int
     run_dir.mkdir(parents=True)
     rows = "".join(f"{r},{n},{i + 1}.0\n" for i, (r, n) in enumerate(zip(returns, lengths, strict=True)))
     (run_dir / "0.monitor.csv").write_text('#{"t_start": 0.0, "env_id": "X"}\nr,l,t\n' + rows)
+
+
+def test_runs_that_share_no_steps_are_not_averaged(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, the mean was one point at the short run's end, where the long run's smoothed curve had no
+    value yet (np.interp held its first value)."""
+    write_monitor(tmp_path / "exp" / "CartPole-v1_0", [9], [9])
+    write_monitor(tmp_path / "exp" / "CartPole-v1_1", [float(i) for i in range(20)], [10] * 20)
+    write_monitor(tmp_path / "exp" / "Acrobot-v1_0", [-5, -3], [20, 30])
+    curves = learning_curves([str(tmp_path / "exp")], window=10)
+    assert [curve.label for curve in curves] == ["Acrobot-v1"]
+    assert capsys.readouterr().err == (
+        "CartPole-v1: its 2 runs share no range of steps (a smoothed curve starts at 100 steps, another "
+        "ends at 9), skipped\n"
+    )
+    (tmp_path / "exp" / "Acrobot-v1_0" / "0.monitor.csv").unlink()
+    code, _, err = run(
+        capsys, "plot", str(tmp_path / "exp"), "--window", "10", "--out", str(tmp_path / "c.png")
+    )
+    assert code == 1 and not (tmp_path / "c.png").exists()
+    assert err == (
+        "error: nothing to draw: CartPole-v1: its 2 runs share no range of steps (a smoothed curve starts at "
+        "100 steps, another ends at 9)\n"
+    )
 
 
 def test_learning_curves_average_the_seeds_of_an_experiment(tmp_path: pathlib.Path) -> None:
