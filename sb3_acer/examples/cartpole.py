@@ -9,6 +9,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_acer import ACER
+from sb3_acer.cli import CLIError, _in_folder, _model_file, _positive_int, _seed, check_can_create
 from sb3_acer.presets import load_preset
 
 
@@ -16,23 +17,38 @@ def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__)
     preset = load_preset("CartPole-v1")
     parser.add_argument(
-        "--timesteps", type=int, default=preset.n_timesteps, help="environment steps to train for (preset)"
+        "--timesteps",
+        type=_positive_int,
+        default=preset.n_timesteps,
+        help="environment steps to train for (default: the preset's, %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--save-path", default="acer_cartpole.zip", help="where to save the model")
-    parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--no-progress-bar", action="store_true")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--save-path",
+        default="acer_cartpole.zip",
+        help="where to save the model; .zip is added to a name without suffix, and a folder (one that "
+        "exists, or a name ending in /) gets acer_cartpole.zip (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eval-episodes", type=_positive_int, default=10, help="evaluation episodes (default: %(default)s)"
+    )
+    parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    save_path = _model_file(_in_folder(args.save_path, "acer_cartpole.zip"))
+    try:  # before training, so that a mistyped path costs nothing
+        check_can_create(save_path, "--save-path", folder=False)
+    except CLIError as error:
+        parser.error(str(error))
 
     th.set_num_threads(1)
     # The tuned preset (sb3_acer/presets/acer.yml): solves CartPole-v1 in about 15-20k steps.
     env = make_vec_env("CartPole-v1", n_envs=preset.n_envs, seed=args.seed)
     model = ACER(preset.policy, env, seed=args.seed, verbose=1, **preset.hyperparameters)
     model.learn(total_timesteps=args.timesteps, progress_bar=not args.no_progress_bar, log_interval=250)
-    model.save(args.save_path)
-    print(f"saved to {args.save_path}")
+    model.save(save_path)
+    print(f"saved to {save_path}")
 
-    loaded = ACER.load(args.save_path)
+    loaded = ACER.load(save_path)
     eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=args.seed + 1000)
     mean_return, std_return = evaluate_policy(
         loaded, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True
