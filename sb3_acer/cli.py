@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -1347,9 +1348,16 @@ def _enjoy(args: argparse.Namespace) -> int:
                 print(f"episode {len(returns)}: return {episode['r']:.2f}, length {episode['l']}")
     except KeyboardInterrupt:
         interrupted = True
-    except gym.error.DependencyNotInstalled as error:  # --render without pygame, met at the first frame
-        env.close()
-        raise CLIError(f"cannot show {info.env_id}: {_one_line(error)}") from None
+    except gym.error.DependencyNotInstalled as error:  # no pygame to draw frames, met at the first one
+        with warnings.catch_warnings():  # RecordVideo's "zero frames to save": the error below says why
+            warnings.simplefilter("ignore")
+            env.close()
+        for folder in video_made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise CLIError(
+            f"cannot {'show' if video is None else 'record'} {info.env_id}: {_one_line(error)}"
+        ) from None
     else:
         interrupted = False
     env.close()

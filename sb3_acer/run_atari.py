@@ -20,10 +20,15 @@ events and progress.csv).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import inspect
+import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
@@ -185,13 +190,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Steps per env of one update: ACER's ``n_steps``, which run_atari leaves at its default (SB2's 20).
+N_STEPS: int = inspect.signature(ACER).parameters["n_steps"].default
+
+
 class _Paths(NamedTuple):
-    """Where a run writes: the final model, and the folders of its Monitor log and checkpoints (None when it
-    writes none)."""
+    """Where a run writes: the final model, the folders of its Monitor log and checkpoints (None when it
+    writes none), and whether it writes evaluations (``evaluations.npz`` and ``best_model.zip`` in the
+    log folder)."""
 
     final: pathlib.Path
     monitor: pathlib.Path | None
     checkpoints: pathlib.Path | None
+    evaluations: bool
+
+
+def _reached(freq: int, args: argparse.Namespace) -> bool:
+    """Whether a callback acting every ``freq`` steps (every ``max(freq // n_envs, 1)`` vector steps) acts
+    in this run, which trains ``--num-timesteps`` rounded up to whole updates of ``n_envs x N_STEPS``."""
+    if freq <= 0 or args.n_envs <= 0 or args.num_timesteps <= 0:
+        return False
+    update = args.n_envs * N_STEPS
+    trained = -(-args.num_timesteps // update) * update
+    return trained // args.n_envs >= max(freq // args.n_envs, 1)
 
 
 def _paths(args: argparse.Namespace, logdir: pathlib.Path | None) -> _Paths:
@@ -202,9 +223,9 @@ def _paths(args: argparse.Namespace, logdir: pathlib.Path | None) -> _Paths:
         save_path = (logdir or pathlib.Path(".")) / name
     final = save_path if save_path.suffix else save_path.with_suffix(".zip")
     # CheckpointCallback makes its folder when training starts: only for a run long enough to use it.
-    checkpoints = (logdir or final.parent) / "checkpoints"
-    saves_checkpoints = 0 < args.checkpoint_freq <= args.num_timesteps
-    return _Paths(final, logdir / "monitor" if logdir else None, checkpoints if saves_checkpoints else None)
+    checkpoints = (logdir or final.parent) / "checkpoints" if _reached(args.checkpoint_freq, args) else None
+    monitor = logdir / "monitor" if logdir else None
+    return _Paths(final, monitor, checkpoints, logdir is not None and _reached(args.eval_freq, args))
 
 
 def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
@@ -240,15 +261,25 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths:
 
 def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
     """The files of an earlier run that this one would replace, or leave beside its own as if they were its
-    own: the model, the Monitor log, checkpoints of this game, evaluations and the best model."""
+    own: the model, the Monitor log, this game's checkpoints, and the evaluations and best model when this
+    run evaluates. Files it does not write (another game's checkpoints) are not its to replace."""
     found = [paths.final] if paths.final.exists() else []
     if paths.monitor is not None:
         found += sorted(paths.monitor.glob("*.monitor.csv"))
-    if logdir is not None:
+    if logdir is not None and paths.evaluations:
         found += [path for path in (logdir / "evaluations.npz", logdir / "best_model.zip") if path.exists()]
     if paths.checkpoints is not None:
         found += sorted(paths.checkpoints.glob(f"acer_{args.env.split('/')[-1]}_*_steps.zip"))
     return found
+
+
+def _check_replaceable(earlier: list[pathlib.Path]) -> None:
+    """Each earlier file must be a file that can be moved, so that none is set aside unless all can be."""
+    for path in earlier:
+        if not path.is_file():
+            raise ValueError(f"{path} is in the way of this run's files and is not a file; move it away")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise ValueError(f"cannot replace {path}: no write permission in {path.parent}")
 
 
 def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -282,6 +313,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
                 f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
                 f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
             )
+        _check_replaceable(earlier)
     except (ValueError, ImportError, CLIError) as error:
         parser.error(str(error))  # one line, exit status 2, before anything is made or written
     try:
@@ -296,11 +328,71 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
 def _train(
     args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths, earlier: list[pathlib.Path]
 ) -> pathlib.Path:
+    """Train and save. With --overwrite, the earlier run's files (but its model, which the new one replaces
+    when it is saved) are set aside as hidden ``.<name>.previous`` files until this run has trained
+    something, and put back if it has not (a failure or Ctrl-C before the first step)."""
+    aside: list[tuple[pathlib.Path, pathlib.Path]] = []
+    made: list[pathlib.Path] = []  # folders made, deepest first
+    logs: list[pathlib.Path] = []  # the run's log folder (TensorBoard, CSV), once made
+    kept = False
+
+    def keep() -> None:
+        nonlocal kept
+        for _, moved in aside:
+            moved.unlink()
+        kept = True
+
+    try:
+        for path in earlier:
+            if path != paths.final:
+                moved = path.with_name(f".{path.name}.previous")
+                path.rename(moved)
+                aside.append((path, moved))
+        if paths.monitor is not None:
+            made = _make_folders(paths.monitor)
+        return _run(args, logdir, paths, keep, logs)
+    except BaseException:
+        if not kept:
+            _put_back(args, logdir, paths, aside, made, logs)
+        raise
+
+
+def _put_back(
+    args: argparse.Namespace,
+    logdir: pathlib.Path | None,
+    paths: _Paths,
+    aside: list[tuple[pathlib.Path, pathlib.Path]],
+    made: list[pathlib.Path],
+    logs: list[pathlib.Path],
+) -> None:
+    """Keep nothing of a run that trained nothing, and put the earlier run's files back: every file where this
+    run writes is this run's, as the earlier run's were set aside (or stopped the run)."""
+    ours = list(paths.monitor.glob("*.monitor.csv")) if paths.monitor is not None else []
+    if paths.checkpoints is not None:
+        ours += paths.checkpoints.glob(f"acer_{args.env.split('/')[-1]}_*_steps.zip")
+    if logdir is not None and paths.evaluations:
+        ours += [logdir / "evaluations.npz", logdir / "best_model.zip"]
+    for path in ours:
+        path.unlink(missing_ok=True)
+    for path, moved in aside:
+        moved.rename(path)
+    for folder in logs:  # closed by now
+        shutil.rmtree(folder, ignore_errors=True)
+    for folder in made:  # deepest first
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _run(
+    args: argparse.Namespace,
+    logdir: pathlib.Path | None,
+    paths: _Paths,
+    keep: Callable[[], None],
+    logs: list[pathlib.Path],
+) -> pathlib.Path:
+    """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
+    the run's log folder is added to ``logs``."""
     final = paths.final
-    for path in earlier:  # --overwrite; the earlier model itself stays until the new one replaces it
-        if path != final:
-            path.unlink()
-    made = _make_folders(paths.monitor) if paths.monitor is not None else []
     env = make_atari_vec_env(
         args.env,
         args.n_envs,
@@ -313,11 +405,6 @@ def _train(
         model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
     except MemoryError as error:  # a replay memory larger than the machine's
         env.close()
-        if paths.monitor is not None:
-            for path in paths.monitor.glob("*.monitor.csv"):  # this run's: an earlier run's were refused
-                path.unlink()
-        for folder in made:
-            folder.rmdir()
         raise UsageError(
             f"cannot build the model: {_one_line(error)}; lower --buffer-size or --n-envs"
         ) from None
@@ -331,6 +418,7 @@ def _train(
         if logdir is not None:
             # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's folder.
             run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+            logs.append(run)
             logger = configure(
                 str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
             )
@@ -395,6 +483,7 @@ def _train(
         if failure is not None and model.num_timesteps == 0:
             print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
             raise SystemExit(1)
+        keep()  # the earlier run's files set aside by --overwrite go: this run has something to save
         with saving_through_ctrl_c():
             try:
                 final.parent.mkdir(parents=True, exist_ok=True)

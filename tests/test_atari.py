@@ -880,8 +880,9 @@ def test_run_atari_replaces_an_earlier_run_only_with_overwrite(
     checkpoints, and left its best model and evaluations beside the new model."""
     logdir = tmp_path / "run"
     files = _earlier_run(logdir)
+    argv = [*QUICK, "--checkpoint-freq=20", "--eval-freq=40", "--n-eval-episodes=1", f"--logdir={logdir}"]
     with pytest.raises(SystemExit) as raised:
-        main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}"])
+        main(argv)
     assert raised.value.code == 2
     err = capsys.readouterr().err
     assert f"error: {logdir / 'acer_BreakoutNoFrameskip-v4.zip'}, {logdir / 'monitor'}" in err
@@ -889,35 +890,90 @@ def test_run_atari_replaces_an_earlier_run_only_with_overwrite(
     assert {name: (logdir / name).read_bytes() for name in files} == files
     assert sorted(path.relative_to(logdir).as_posix() for path in logdir.rglob("*.*")) == sorted(files)
 
-    saved = main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}", "--overwrite"])
+    saved = main([*argv, "--overwrite"])
     assert ACER.load(saved).num_timesteps == 40
-    assert not (logdir / "best_model.zip").exists() and not (logdir / "evaluations.npz").exists()
     assert sorted(path.name for path in (logdir / "checkpoints").iterdir()) == [
         "acer_BreakoutNoFrameskip-v4_20_steps.zip",
         "acer_BreakoutNoFrameskip-v4_40_steps.zip",
     ]
-    assert (logdir / "checkpoints" / "acer_BreakoutNoFrameskip-v4_20_steps.zip").read_bytes() != b"checkpoint"
+    for name in files:  # each replaced by this run's own
+        assert (logdir / name).read_bytes() != files[name], name
+    assert not list(logdir.rglob(".*.previous"))
 
 
-def test_run_atari_interrupted_before_the_first_step_keeps_the_earlier_model(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_run_atari_leaves_what_it_does_not_write_alone(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before, a Ctrl-C right after the start saved an untrained model over the trained one, exit code 0."""
-    target = tmp_path / "model.zip"
-    target.write_bytes(b"trained")
+    """Another game's checkpoints, and the evaluations and best model of a run that evaluated, are not this
+    run's to replace when it does not evaluate: they neither stop it nor go with --overwrite."""
+    logdir = tmp_path / "run"
+    files = {
+        name: data for name, data in _earlier_run(logdir).items() if "/" not in name or "checkpoints" in name
+    }
+    (logdir / "acer_BreakoutNoFrameskip-v4.zip").unlink()
+    (logdir / "monitor" / "ale_vector.monitor.csv").unlink()
+    del files["acer_BreakoutNoFrameskip-v4.zip"]
+    for overwrite in ([], ["--overwrite"]):
+        main([*QUICK, "--env=PongNoFrameskip-v4", "--checkpoint-freq=20", f"--logdir={logdir}", *overwrite])
+        (logdir / "acer_PongNoFrameskip-v4.zip").unlink()
+        for path in (logdir / "checkpoints").glob("acer_PongNoFrameskip-v4_*"):
+            path.unlink()
+        (logdir / "monitor" / "ale_vector.monitor.csv").unlink()
+        assert {name: (logdir / name).read_bytes() for name in files} == files
 
-    def ctrl_c(self: ACER, *args: Any, **kwargs: Any) -> None:
-        raise KeyboardInterrupt
 
-    monkeypatch.setattr(ACER, "learn", ctrl_c)
+@pytest.mark.parametrize("failure", ["memory", "ctrl-c while building", "ctrl-c before the first step"])
+def test_run_atari_that_does_not_start_puts_the_earlier_run_back(
+    failure: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--overwrite sets the earlier run's files aside until this run has trained something."""
+    import sb3_acer.run_atari
+
+    logdir = tmp_path / "run"
+    files = _earlier_run(logdir)
+    if failure == "ctrl-c before the first step":
+
+        def ctrl_c(self: ACER, *args: Any, **kwargs: Any) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(ACER, "learn", ctrl_c)
+    else:
+        error = MemoryError("Unable to allocate") if failure == "memory" else KeyboardInterrupt()
+        monkeypatch.setattr(_FailsToBuild, "failure", error, raising=False)
+        monkeypatch.setattr(sb3_acer.run_atari, "ACER", _FailsToBuild)
+    argv = [*QUICK, "--checkpoint-freq=20", "--eval-freq=40", f"--logdir={logdir}", "--overwrite"]
     with pytest.raises(SystemExit) as raised:
-        main([*QUICK, f"--save-path={target}", "--overwrite"])
-    assert raised.value.code == 130
-    assert (
-        capsys.readouterr().err
-        == "interrupted before the first step: nothing was trained, so no model was saved\n"
-    )
-    assert target.read_bytes() == b"trained"
+        main(argv)
+    assert raised.value.code == (2 if failure == "memory" else 130)
+    assert "Traceback" not in capsys.readouterr().err
+    assert {name: (logdir / name).read_bytes() for name in files} == files
+    assert sorted(path.relative_to(logdir).as_posix() for path in logdir.rglob("*.*")) == sorted(files)
+    assert not list(logdir.rglob(".*"))
+
+
+def test_run_atari_reports_a_folder_in_the_way_before_setting_anything_aside(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logdir = tmp_path / "run"
+    files = _earlier_run(logdir)
+    (logdir / "evaluations.npz").unlink()
+    del files["evaluations.npz"]
+    (logdir / "evaluations.npz").mkdir()
+    with pytest.raises(SystemExit) as raised:
+        main([*QUICK, "--checkpoint-freq=20", "--eval-freq=40", f"--logdir={logdir}", "--overwrite"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {logdir / 'evaluations.npz'} is in the way of this run's files and is not a file" in err
+    assert {name: (logdir / name).read_bytes() for name in files} == files
+
+
+def test_run_atari_saves_the_checkpoint_that_falls_in_the_rounded_up_steps(tmp_path: pathlib.Path) -> None:
+    """Training is rounded up to whole updates (2 envs x 20 steps): 60 steps train 80, and a checkpoint
+    every 80 steps is written (before, checkpoints were off for a --checkpoint-freq above the steps asked)."""
+    main([*QUICK, "--num-timesteps=60", "--checkpoint-freq=80", f"--logdir={tmp_path}"])
+    assert [path.name for path in (tmp_path / "checkpoints").iterdir()] == [
+        "acer_BreakoutNoFrameskip-v4_80_steps.zip"
+    ]
 
 
 class _FailsToBuild(ACER):

@@ -576,6 +576,23 @@ def test_enjoy_that_fails_before_playing_leaves_no_video_folder(
     assert not (tmp_path / "new").exists() and fake_moviepy == []
 
 
+def test_enjoy_video_without_pygame_is_one_line_and_leaves_no_folder(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_moviepy: list[tuple[str, int]],
+) -> None:
+    monkeypatch.setitem(sys.modules, "pygame", None)  # import pygame raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    videos = tmp_path / "new" / "videos"
+    code, _, err = run(
+        capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--video-folder", str(videos)
+    )
+    assert_one_line_error(code, err, 1, "cannot record CartPole-v1: pygame is not installed")
+    assert not (tmp_path / "new").exists() and fake_moviepy == []
+
+
 def test_enjoy_records_one_video_per_episode(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, render_env_id: str, fake_moviepy: list[Any]
 ) -> None:
