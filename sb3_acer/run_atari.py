@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import inspect
 import os
 import pathlib
@@ -31,27 +32,33 @@ import traceback
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
-from stable_baselines3.common.logger import Logger, configure
-from stable_baselines3.common.utils import get_latest_run_id
-from stable_baselines3.common.vec_env import VecEnv
+try:  # torch, SB3 and gymnasium load for a second or more: a Ctrl-C then is one line too, as later
+    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
+    from stable_baselines3.common.logger import Logger, configure
+    from stable_baselines3.common.utils import get_latest_run_id
+    from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.acer import ACER
-from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.cli import (
-    CLIError,
-    UsageError,
-    _check_device,
-    _in_folder,
-    _integer,
-    _make_folders,
-    _one_line,
-    check_can_create,
-    check_optional,
-    stopped_by,
-)
-from sb3_acer.schedules import LR_SCHEDULES
-from sb3_acer.serialization import saving_through_ctrl_c
+    from sb3_acer.acer import ACER
+    from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
+    from sb3_acer.cli import (
+        CLIError,
+        UsageError,
+        _check_device,
+        _in_folder,
+        _integer,
+        _make_folders,
+        _one_line,
+        check_can_create,
+        check_optional,
+        stopped_by,
+    )
+    from sb3_acer.schedules import LR_SCHEDULES
+    from sb3_acer.serialization import saving_through_ctrl_c
+except KeyboardInterrupt:
+    if __name__ != "__main__":
+        raise
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
 
 __all__ = ["build_parser", "main"]
 
@@ -259,17 +266,46 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths:
     check_can_create(paths.final, "--save-path", folder=False)
 
 
+def _run_files(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
+) -> list[tuple[pathlib.Path, str, str]]:
+    """Where this run writes besides its model, as (folder, glob pattern, what): its Monitor log, this game's
+    checkpoints, and its evaluations and best model."""
+    places = []
+    if paths.monitor is not None:
+        places.append((paths.monitor, "*.monitor.csv", "its Monitor log"))
+    if paths.checkpoints is not None:
+        places.append((paths.checkpoints, f"acer_{args.env.split('/')[-1]}_*_steps.zip", "its checkpoints"))
+    if logdir is not None and paths.evaluations:
+        places += [
+            (logdir, "evaluations.npz", "its evaluations"),
+            (logdir, "best_model.zip", "its best model"),
+        ]
+    return places
+
+
+def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
+    """The model must not be saved over one of the run's own files, and no earlier run's file may still be
+    set aside by a run that was killed before it could put them back."""
+    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
+    for folder, pattern, what in _run_files(args, logdir, paths):
+        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
+            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
+        for stale in sorted(folder.glob(f".{pattern}.previous")):
+            original = folder / stale.name[1 : -len(".previous")]
+            raise ValueError(
+                f"{stale} is an earlier run's file, set aside by a run that was stopped before it could put "
+                f"it back; rename it to {original}, or remove it"
+            )
+
+
 def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
     """The files of an earlier run that this one would replace, or leave beside its own as if they were its
-    own: the model, the Monitor log, this game's checkpoints, and the evaluations and best model when this
-    run evaluates. Files it does not write (another game's checkpoints) are not its to replace."""
+    own: the model and the run's files (:func:`_run_files`). Files it does not write (another game's
+    checkpoints, the evaluations of a run that does not evaluate) are not its to replace."""
     found = [paths.final] if paths.final.exists() else []
-    if paths.monitor is not None:
-        found += sorted(paths.monitor.glob("*.monitor.csv"))
-    if logdir is not None and paths.evaluations:
-        found += [path for path in (logdir / "evaluations.npz", logdir / "best_model.zip") if path.exists()]
-    if paths.checkpoints is not None:
-        found += sorted(paths.checkpoints.glob(f"acer_{args.env.split('/')[-1]}_*_steps.zip"))
+    for folder, pattern, _ in _run_files(args, logdir, paths):
+        found += sorted(folder.glob(pattern))
     return found
 
 
@@ -306,6 +342,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     paths = _paths(args, logdir)
     try:
         _check_options(args, logdir, paths)
+        _check_run_files(args, logdir, paths)
         earlier = _earlier_run(args, logdir, paths)
         if earlier and not args.overwrite:
             listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
@@ -316,6 +353,9 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         _check_replaceable(earlier)
     except (ValueError, ImportError, CLIError) as error:
         parser.error(str(error))  # one line, exit status 2, before anything is made or written
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     try:
         return _train(args, logdir, paths, earlier)
     except UsageError as error:
@@ -348,8 +388,9 @@ def _train(
                 moved = path.with_name(f".{path.name}.previous")
                 path.rename(moved)
                 aside.append((path, moved))
-        if paths.monitor is not None:
-            made = _make_folders(paths.monitor)
+        # The folders the run writes in (CheckpointCallback would make its own at the start of training).
+        for folder in (paths.monitor, paths.checkpoints):
+            made += _make_folders(folder) if folder is not None else []
         return _run(args, logdir, paths, keep, logs)
     except BaseException:
         if not kept:
@@ -367,18 +408,14 @@ def _put_back(
 ) -> None:
     """Keep nothing of a run that trained nothing, and put the earlier run's files back: every file where this
     run writes is this run's, as the earlier run's were set aside (or stopped the run)."""
-    ours = list(paths.monitor.glob("*.monitor.csv")) if paths.monitor is not None else []
-    if paths.checkpoints is not None:
-        ours += paths.checkpoints.glob(f"acer_{args.env.split('/')[-1]}_*_steps.zip")
-    if logdir is not None and paths.evaluations:
-        ours += [logdir / "evaluations.npz", logdir / "best_model.zip"]
-    for path in ours:
-        path.unlink(missing_ok=True)
+    for folder, pattern, _ in _run_files(args, logdir, paths):
+        for path in folder.glob(pattern):
+            path.unlink()
     for path, moved in aside:
         moved.rename(path)
     for folder in logs:  # closed by now
         shutil.rmtree(folder, ignore_errors=True)
-    for folder in made:  # deepest first
+    for folder in sorted(made, key=lambda folder: len(folder.parts), reverse=True):  # deepest first
         with contextlib.suppress(OSError):
             folder.rmdir()
 

@@ -8,6 +8,7 @@ import io
 import os
 import pathlib
 import signal
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -1023,3 +1024,119 @@ def test_run_atari_without_memory_for_its_replay_is_one_line_and_keeps_no_log(
         "--n-envs\n"
     )
     assert "Traceback" not in err and not (tmp_path / "logs").exists()
+
+
+INTERRUPT_WHILE_RUN_ATARI_LOADS = """
+import os, runpy, signal, sys
+
+class InterruptOnTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnTorch())
+sys.argv = ["run_atari", "--num-timesteps=40"]
+runpy.run_module("sb3_acer.run_atari", run_name="__main__")
+"""
+
+
+def test_run_atari_interrupted_while_it_loads_is_one_line(tmp_path: pathlib.Path) -> None:
+    """``python -m sb3_acer.run_atari`` loads torch, SB3 and gymnasium for a second or more first."""
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_WHILE_RUN_ATARI_LOADS],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stderr) == (130, "interrupted\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _interrupted_at_the_first_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The games raise KeyboardInterrupt at the first step of training, through the real learn and the real
+    callbacks."""
+    import sb3_acer.run_atari
+
+    make = sb3_acer.run_atari.make_atari_vec_env
+
+    def interrupted(*args: Any, **kwargs: Any) -> VecEnv:
+        env = make(*args, **kwargs)
+
+        def step_wait() -> Any:
+            raise KeyboardInterrupt
+
+        env.step_wait = step_wait  # type: ignore[method-assign]
+        return env
+
+    monkeypatch.setattr(sb3_acer.run_atari, "make_atari_vec_env", interrupted)
+
+
+def test_run_atari_interrupted_before_the_first_step_keeps_the_earlier_model(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a Ctrl-C right after the start saved an untrained model over the trained one, exit code 0;
+    and the checkpoint folder CheckpointCallback makes was left behind."""
+    target = tmp_path / "model.zip"
+    target.write_bytes(b"trained")
+    _interrupted_at_the_first_step(monkeypatch)
+    argv = [*QUICK, "--checkpoint-freq=20", f"--logdir={tmp_path / 'logs'}", f"--save-path={target}"]
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, "--overwrite"])
+    assert raised.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted before the first step: nothing was trained, so no model was saved\n"
+    assert target.read_bytes() == b"trained"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model.zip"]  # no logs, no checkpoints
+
+
+def test_run_atari_never_saves_its_model_over_its_own_files(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, such a model was set aside with the run's own files, then deleted by a run that failed."""
+    logdir = tmp_path / "run"
+    files = _earlier_run(logdir)
+    (tmp_path / "link.zip").symlink_to(logdir / "checkpoints" / "acer_BreakoutNoFrameskip-v4_20_steps.zip")
+    cases = [
+        ("checkpoints/acer_BreakoutNoFrameskip-v4_20_steps.zip", "its checkpoints"),
+        (str(tmp_path / "link.zip"), "its checkpoints"),  # a link to one
+        ("monitor/ale_vector.monitor.csv", "its Monitor log"),
+        ("best_model.zip", "its best model"),
+    ]
+    for save_path, what in cases:
+        target = save_path if save_path.startswith("/") else f"{logdir}/{save_path}"
+        argv = [
+            *QUICK,
+            "--checkpoint-freq=20",
+            "--eval-freq=40",
+            f"--logdir={logdir}",
+            f"--save-path={target}",
+        ]
+        with pytest.raises(SystemExit) as raised:
+            main([*argv, "--overwrite"])
+        assert raised.value.code == 2
+        err = capsys.readouterr().err
+        assert f"error: --save-path {target} is where this run writes {what}; choose another\n" in err
+    assert {name: (logdir / name).read_bytes() for name in files} == files
+
+
+def test_run_atari_names_files_a_stopped_run_left_aside(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed (SIGKILL) while it had set the earlier run's files aside cannot put them back; the next
+    run says where they are instead of overwriting them with its own set-aside files."""
+    logdir = tmp_path / "run"
+    _earlier_run(logdir)
+    aside = logdir / "monitor" / ".ale_vector.monitor.csv.previous"
+    (logdir / "monitor" / "ale_vector.monitor.csv").rename(aside)
+    for overwrite in ([], ["--overwrite"]):
+        with pytest.raises(SystemExit) as raised:
+            main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}", *overwrite])
+        assert raised.value.code == 2
+        err = capsys.readouterr().err
+        assert (
+            f"error: {aside} is an earlier run's file, set aside by a run that was stopped before it could "
+            f"put it back; rename it to {logdir / 'monitor' / 'ale_vector.monitor.csv'}, or remove it\n"
+        ) in err
+        assert aside.read_bytes() == b"scores"
