@@ -372,7 +372,7 @@ def _train(
     when it is saved) are set aside as hidden ``.<name>.previous`` files until this run has trained
     something, and put back if it has not (a failure or Ctrl-C before the first step)."""
     aside: list[tuple[pathlib.Path, pathlib.Path]] = []
-    made: list[pathlib.Path] = []  # folders made, deepest first
+    made: list[pathlib.Path] = []  # folders this run made (removed again, deepest first)
     logs: list[pathlib.Path] = []  # the run's log folder (TensorBoard, CSV), once made
     kept = False
 

@@ -1,5 +1,5 @@
-"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules), and a disk
-that fills up."""
+"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules), a disk
+that fills up, and a Ctrl-C pressed while torch loads."""
 
 from __future__ import annotations
 
@@ -87,3 +87,18 @@ def fill_the_disk_for(monkeypatch: Any, target: pathlib.Path) -> None:
         save(self, path, *args, **kwargs)
 
     monkeypatch.setattr(ACER, "save", full_disk)
+
+
+def interrupted_while_torch_loads(then: str) -> str:
+    """A Python script that sends itself SIGINT when torch starts to load, while it runs ``then`` (the
+    script's last lines: set ``sys.argv`` and start a command)."""
+    hook = (
+        "import os, runpy, signal, sys\n\n"
+        "class InterruptOnTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n\n"
+        "sys.meta_path.insert(0, InterruptOnTorch())\n"
+    )
+    return hook + then

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from acer_envs import fill_the_disk_for
+from acer_envs import fill_the_disk_for, interrupted_while_torch_loads
 from ale_py.vector_env import AtariVectorEnv
 from gymnasium import spaces
 from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
@@ -1026,19 +1026,10 @@ def test_run_atari_without_memory_for_its_replay_is_one_line_and_keeps_no_log(
     assert "Traceback" not in err and not (tmp_path / "logs").exists()
 
 
-INTERRUPT_WHILE_RUN_ATARI_LOADS = """
-import os, runpy, signal, sys
-
-class InterruptOnTorch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch":
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-sys.meta_path.insert(0, InterruptOnTorch())
-sys.argv = ["run_atari", "--num-timesteps=40"]
-runpy.run_module("sb3_acer.run_atari", run_name="__main__")
-"""
+INTERRUPT_WHILE_RUN_ATARI_LOADS = interrupted_while_torch_loads(
+    'sys.argv = ["run_atari", "--num-timesteps=40"]\n'
+    'runpy.run_module("sb3_acer.run_atari", run_name="__main__")\n'
+)
 
 
 def test_run_atari_interrupted_while_it_loads_is_one_line(tmp_path: pathlib.Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import pytest
-from acer_envs import fill_the_disk_for
+from acer_envs import fill_the_disk_for, interrupted_while_torch_loads
 from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
@@ -163,20 +163,9 @@ def test_console_entry_exits_with_the_code(tmp_path: pathlib.Path) -> None:
 
 
 # Sends the process SIGINT when torch starts loading, as a Ctrl-C pressed while the command starts would.
-INTERRUPT_WHILE_TORCH_LOADS = """
-import os, signal, sys
-
-class InterruptOnTorch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch":
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-sys.meta_path.insert(0, InterruptOnTorch())
-sys.argv = ["sb3-acer", "--version"]
-from sb3_acer.entry import main
-raise SystemExit(main())
-"""
+INTERRUPT_WHILE_TORCH_LOADS = interrupted_while_torch_loads(
+    'sys.argv = ["sb3-acer", "--version"]\nfrom sb3_acer.entry import main\nraise SystemExit(main())\n'
+)
 
 
 def test_ctrl_c_while_the_command_loads_is_one_line(tmp_path: pathlib.Path) -> None:
