@@ -10,6 +10,7 @@ import pytest
 
 import sb3_acer.buffer as buffer_module
 from sb3_acer.buffer import SegmentReplayBuffer, available_memory_bytes
+from sb3_acer.frame_buffer import FrameStackReplayBuffer
 from sb3_acer.segment import Segment
 
 # The array fields (initial_state, the recurrent policies' (h, c) pair, is tested in test_recurrent.py).
@@ -455,3 +456,95 @@ def test_sampling_only_draws_filled_slots():
     buffer.put(make_segment(rng))
     draws = np.array([buffer.sample_slots() for _ in range(200)])
     assert set(np.unique(draws).tolist()) == {0, 1}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# check_values (a restored buffer's contents)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_check_values_accepts_actions_up_to_n_actions_minus_one_only() -> None:
+    """Actions index the n_actions columns of mu and Q: n_actions itself is one past the last column."""
+    buffer = make_buffer(n_actions=3)
+    buffer.put(make_segment(np.random.default_rng(10), n_actions=3))
+    buffer.actions[0, 0, 0] = 2
+    buffer.check_values()
+    buffer.actions[0, 0, 0] = 3
+    with pytest.raises(ValueError, match=r"^actions outside \[0, 3\): 3$"):
+        buffer.check_values()
+    buffer.actions[0, 0, 0] = -1
+    with pytest.raises(ValueError, match=r"^actions outside \[0, 3\): -1$"):
+        buffer.check_values()
+
+
+@pytest.mark.parametrize(
+    ("index", "valid"), [((4, 2), True), ((5, 2), False), ((4, 3), False), ((-1, 2), False), ((4, -1), False)]
+)
+def test_check_values_accepts_final_indices_inside_the_segment_only(
+    index: tuple[int, int], valid: bool
+) -> None:
+    """A truncation happens at a step t in [0, T) of an env e in [0, E): t == T or e == E is one past the
+    segment (and would index out of range, or silently wrap for -1, in the update)."""
+    buffer = make_buffer(n_steps=5, n_envs=3)
+    buffer.put(make_segment(np.random.default_rng(11), n_steps=5, n_envs=3, final=((4, 2),)))
+    buffer.final[0] = (np.array([index], dtype=np.int64), buffer.final[0][1])
+    if valid:
+        buffer.check_values()
+    else:
+        with pytest.raises(ValueError, match=r"^final\[0\] indexes outside the segment \[T=5, E=3\]$"):
+            buffer.check_values()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FrameStackReplayBuffer with one slot
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _frame_stream_segment(frames: np.ndarray, first: int, n_steps: int, n_stack: int) -> Segment:
+    """Env 0's observations x_0 .. x_T of one frame stream without episode starts: x_t stacks the
+    ``n_stack`` frames ending at ``frames[first + t]`` (oldest first), each frame ``[1, 1, 1]``."""
+    observations = np.stack(
+        [
+            frames[first + t - n_stack + 1 : first + t + 1].reshape(1, n_stack, 1, 1)
+            for t in range(n_steps + 1)
+        ]
+    )
+    return Segment(
+        observations=observations,
+        actions=np.zeros((n_steps, 1), dtype=np.int64),
+        rewards=np.zeros((n_steps, 1), dtype=np.float32),
+        mu_probs=np.full((n_steps, 1, 2), 0.5, dtype=np.float32),
+        terminated=np.zeros((n_steps, 1), dtype=bool),
+        truncated=np.zeros((n_steps, 1), dtype=bool),
+        episode_starts=np.zeros((n_steps + 1, 1), dtype=bool),
+        final_index=np.zeros((0, 2), dtype=np.int64),
+        final_observations=np.zeros((0, n_stack, 1, 1), dtype=np.uint8),
+    )
+
+
+def test_frame_buffer_of_one_slot_reads_back_a_continuing_segment_exactly() -> None:
+    """With buffer_size == n_steps the only slot is overwritten by each put: the older frames of its x_0
+    cannot come from a previous slot, even where the new segment continues the last one's frame stream."""
+    n_steps, n_stack = 2, 3
+    buffer = FrameStackReplayBuffer(
+        buffer_size=n_steps,
+        n_steps=n_steps,
+        n_envs=1,
+        obs_shape=(n_stack, 1, 1),
+        n_stack=n_stack,
+        n_actions=2,
+    )
+    assert buffer.capacity == 1
+    frames = np.arange(10, 30, dtype=np.uint8)
+    first, second = (_frame_stream_segment(frames, k, n_steps, n_stack) for k in (2, 2 + n_steps))
+    assert np.array_equal(second.observations[0], first.observations[-1])  # one stream
+    for segment in (first, second):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # one frame stream: nothing stored whole, no warning
+            buffer.put(segment)
+        assert_segments_equal(buffer.get(np.array([0])), segment)
+    assert buffer.get(np.array([0])).observations[:, 0, :, 0, 0].tolist() == [
+        [12, 13, 14],
+        [13, 14, 15],
+        [14, 15, 16],
+    ]
