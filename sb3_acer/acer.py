@@ -1360,6 +1360,10 @@ class ACER(BaseAlgorithm):
             )
             observation_space = space_from_json(data["observation_space"])
             action_space = space_from_json(data["action_space"])
+            try:  # what the constructor refuses, a file cannot bring in (an edited or foreign data.json)
+                cls._check_spaces(observation_space, action_space)
+            except UnsupportedSpaceError as error:
+                raise ModelFileError(f"{path}: data.json holds spaces ACER cannot use: {error}") from None
             policy_name = data["policy_class"]
             if not isinstance(policy_name, str):
                 raise ModelFileError(f"{path}: data.json's policy_class must be a name, not {policy_name!r}")

@@ -81,7 +81,12 @@ def space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, spaces.MultiDiscrete):
-        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "dtype": str(space.dtype)}
+        return {
+            "type": "MultiDiscrete",
+            "nvec": space.nvec.tolist(),
+            "dtype": str(space.dtype),
+            "start": space.start.tolist(),
+        }
     if isinstance(space, spaces.MultiBinary):
         n = space.n
         return {"type": "MultiBinary", "n": n if isinstance(n, int) else list(n)}
@@ -107,7 +112,9 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space:
     if kind == "Discrete":
         return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
     if kind == "MultiDiscrete":
-        return spaces.MultiDiscrete(np.asarray(data["nvec"]), dtype=data.get("dtype", "int64"))
+        nvec = np.asarray(data["nvec"])
+        start = np.asarray(data.get("start", np.zeros_like(nvec)))
+        return spaces.MultiDiscrete(nvec, dtype=data.get("dtype", "int64"), start=start)
     if kind == "MultiBinary":
         return spaces.MultiBinary(data["n"])
     raise ModelFileError(f"unknown space type {kind!r} in model file")
@@ -332,7 +339,12 @@ def read_model_file(
                     f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
                 )
             version = data.get("format_version")
-            if not isinstance(version, int) or version > FORMAT_VERSION:
+            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+                raise ModelFileError(
+                    f"{path_or_file} has format version {version!r}, not a version number (1 to "
+                    f"{FORMAT_VERSION}): data.json is damaged"
+                )
+            if version > FORMAT_VERSION:
                 raise ModelFileError(
                     f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
                     f"({FORMAT_VERSION}); upgrade sb3-acer"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pathlib
 import pickle
+import re
 import stat
 import zipfile
 from typing import Any
@@ -21,7 +23,16 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
 from sb3_acer import ACER, MlpPolicy
-from sb3_acer.serialization import ModelFileError
+from sb3_acer.serialization import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    decode_json_value,
+    read_model_file,
+    space_from_json,
+    space_to_json,
+    write_model_file,
+)
 
 OBS_BATCH = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
 
@@ -890,3 +901,120 @@ def test_infinite_buffers_and_factored_optimizer_state_still_round_trip(tmp_path
         model.save(tmp_path / "m")
         loaded = ACER.load(tmp_path / "m.zip", custom_objects={"policy_kwargs": policy_kwargs})
         assert_same_tensors(all_tensors(loaded), all_tensors(model))
+
+
+def test_a_new_model_file_gets_the_umasks_permissions_and_a_replaced_one_keeps_its_own(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Saving writes a temporary file (created 0o600) and renames it: a new file must still get the mode
+    an ordinary open() gives it (0o666 less the umask), and a file saved over keeps its mode, whatever the
+    umask."""
+    model, _ = trained
+    previous_umask = os.umask(0o027)
+    try:
+        model.save(tmp_path / "group_readable")
+        assert stat.S_IMODE((tmp_path / "group_readable.zip").stat().st_mode) == 0o640
+        os.umask(0o022)
+        model.save(tmp_path / "shared")
+        assert stat.S_IMODE((tmp_path / "shared.zip").stat().st_mode) == 0o644
+        os.umask(0o077)
+        model.save(tmp_path / "shared")  # replaced: keeps 0o644, not the umask's 0o600
+        assert stat.S_IMODE((tmp_path / "shared.zip").stat().st_mode) == 0o644
+        (tmp_path / "group_readable.zip").chmod(0o664)
+        model.save(tmp_path / "group_readable")
+        assert stat.S_IMODE((tmp_path / "group_readable.zip").stat().st_mode) == 0o664
+    finally:
+        os.umask(previous_umask)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["group_readable.zip", "shared.zip"]
+
+
+@pytest.mark.parametrize("name", ["builtins:dict", "pathlib:Path", "collections:OrderedDict"])
+def test_model_file_refuses_classes_that_are_neither_modules_nor_optimizers(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, name: str
+) -> None:
+    """A class is not enough: only torch.nn.Module and torch.optim.Optimizer subclasses are resolved (a
+    file naming any other class, even a harmless one, is refused rather than called with its kwargs)."""
+    message = (
+        f"model file names {name!r}, which is neither a torch.nn.Module nor a torch.optim.Optimizer "
+        "subclass; refusing it"
+    )
+    with pytest.raises(ModelFileError, match=f"^{re.escape(message)}$"):
+        decode_json_value({"__class__": name})
+    _, path = trained
+    edit_data(path, tmp_path / "class.zip", policy_kwargs={"activation_fn": {"__class__": name}})
+    with pytest.raises(ModelFileError, match=re.escape(message)):
+        ACER.load(tmp_path / "class.zip")
+    assert decode_json_value({"__class__": "torch.nn.modules.activation:ReLU"}) is nn.ReLU
+
+
+@pytest.mark.parametrize("version", ["1", 1.0, None, [1], True, 0])
+def test_a_format_version_that_is_not_an_integer_raises_model_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, version: Any
+) -> None:
+    """format_version must be a version number: a string, a float, a list, a bool, 0 or a missing version is
+    reported as a damaged file, not a TypeError from comparing it (nor read as version 1, nor as newer)."""
+    _, path = trained
+    edit_data(path, tmp_path / "version.zip", format_version=version)
+    message = f"version.zip has format version {version!r}, not a version number (1 to {FORMAT_VERSION})"
+    with pytest.raises(ModelFileError, match=re.escape(message) + ": data.json is damaged$"):
+        ACER.load(tmp_path / "version.zip")
+
+
+@pytest.mark.parametrize("format_name", ["missing", "sb3-ppo", "SB3-ACER", None])
+def test_data_json_of_another_format_is_refused(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, format_name: str | None
+) -> None:
+    """The format name is what marks a zip as an sb3-acer model file: without it (or with another one) the
+    file is refused even when everything else would load."""
+    _, path = trained
+    data = read_data(path)
+    if format_name == "missing":
+        del data["format"]
+    else:
+        data["format"] = format_name
+    write_data(path, tmp_path / "other.zip", data)
+    with pytest.raises(
+        ModelFileError,
+        match=r"other\.zip is not an sb3-acer model file "
+        r"\(SB3 model files, which unpickle code, are not read\)$",
+    ):
+        ACER.load(tmp_path / "other.zip")
+
+
+def _space_through_a_model_file(space: gym.spaces.Space, path: pathlib.Path) -> gym.spaces.Space:
+    """``space`` written into a model file's data.json and read back."""
+    header = {"format": FORMAT_NAME, "algorithm": "ACER", "format_version": FORMAT_VERSION}
+    write_model_file(path, {**header, "space": space_to_json(space)}, {})
+    data, tensors = read_model_file(path)
+    assert tensors == {}
+    return space_from_json(data["space"])
+
+
+@pytest.mark.parametrize(("n", "start"), [(3, 1), (4, -2), (5, 0)])
+def test_discrete_spaces_keep_their_start_through_a_model_file(
+    tmp_path: pathlib.Path, n: int, start: int
+) -> None:
+    """A space is written to data.json and read back whole, a Discrete space's start included (ACER needs
+    start 0, and can only tell a space that does not if the start survives the file)."""
+    restored = _space_through_a_model_file(gym.spaces.Discrete(n, start=start), tmp_path / "spaces.zip")
+    assert isinstance(restored, gym.spaces.Discrete)
+    assert (int(restored.n), int(restored.start)) == (n, start)
+    assert restored == gym.spaces.Discrete(n, start=start)
+    # A file written before the start was recorded holds Discrete spaces that start at 0.
+    assert space_from_json({"type": "Discrete", "n": n}) == gym.spaces.Discrete(n, start=0)
+
+
+def test_multidiscrete_spaces_keep_their_start_through_a_model_file(tmp_path: pathlib.Path) -> None:
+    space = gym.spaces.MultiDiscrete([2, 3], start=[1, -1])
+    restored = _space_through_a_model_file(space, tmp_path / "spaces.zip")
+    assert isinstance(restored, gym.spaces.MultiDiscrete)
+    assert (restored.nvec.tolist(), restored.start.tolist()) == ([2, 3], [1, -1])
+
+
+def test_a_saved_action_space_that_does_not_start_at_0_is_refused_on_load(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    edit_data(path, tmp_path / "start.zip", action_space={"type": "Discrete", "n": 2, "start": 1})
+    with pytest.raises(ModelFileError, match="start at 0"):
+        ACER.load(tmp_path / "start.zip")
