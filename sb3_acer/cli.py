@@ -963,11 +963,12 @@ LOCK_NAME = ".sb3-acer-train.lock"
 
 
 @contextlib.contextmanager
-def _run_lock(run_dir: pathlib.Path) -> Iterator[None]:
+def _run_lock(run_dir: pathlib.Path, busy: str | None = None) -> Iterator[None]:
     """Hold an exclusive lock on the run folder while the run writes there, so that a second ``train`` into
     the same folder (same env and seed, e.g. a shell loop that forgot ``--seed``) stops with one line rather
     than mixing its logs and model with the first one's. Released and removed when the run ends, and
-    released by the system if the process dies. Without ``fcntl`` (Windows) runs are not locked."""
+    released by the system if the process dies. Without ``fcntl`` (Windows) runs are not locked. ``busy``
+    is the error when the folder is locked (default: train's)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
@@ -991,7 +992,8 @@ def _run_lock(run_dir: pathlib.Path) -> Iterator[None]:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 raise CLIError(
-                    f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another "
+                    busy
+                    or f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another "
                     "--seed or --log-folder"
                 ) from None
             with contextlib.suppress(FileNotFoundError):

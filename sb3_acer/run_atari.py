@@ -48,6 +48,7 @@ try:  # torch, SB3 and gymnasium load for a second or more: a Ctrl-C then is one
         _integer,
         _make_folders,
         _one_line,
+        _run_lock,
         check_can_create,
         check_optional,
         stopped_by,
@@ -295,7 +296,7 @@ def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, path
             original = folder / stale.name[1 : -len(".previous")]
             raise ValueError(
                 f"{stale} is an earlier run's file, set aside by a run that was stopped before it could put "
-                f"it back; rename it to {original}, or remove it"
+                f"it back; rename it to {original} (over that run's own file, if there is one), or remove it"
             )
 
 
@@ -342,27 +343,36 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     paths = _paths(args, logdir)
     try:
         _check_options(args, logdir, paths)
-        _check_run_files(args, logdir, paths)
-        earlier = _earlier_run(args, logdir, paths)
-        if earlier and not args.overwrite:
-            listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
-            raise ValueError(
-                f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
-                f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
-            )
-        _check_replaceable(earlier)
+        # One run at a time where runs write (the run lock of `sb3-acer train`): a second one would mix its
+        # logs with the first one's, and take the files the first set aside for a stopped run's.
+        folder = logdir or paths.final.parent
+        busy = f"another run is writing to {folder}; wait for it to end, or choose another --logdir or "
+        busy += "--save-path"
+        with _run_lock(folder, busy=busy):
+            earlier = _check_earlier_run(args, logdir, paths)
+            return _train(args, logdir, paths, earlier)
     except (ValueError, ImportError, CLIError) as error:
-        parser.error(str(error))  # one line, exit status 2, before anything is made or written
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
-    try:
-        return _train(args, logdir, paths, earlier)
-    except UsageError as error:
+        # one line, exit status 2: before anything is made or written, or (out of memory) put back
         parser.error(str(error))
-    except KeyboardInterrupt:  # while the games or the model are made (training saves the model itself)
+    except KeyboardInterrupt:  # while it loads or starts (training saves the model itself)
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def _check_earlier_run(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
+) -> list[pathlib.Path]:
+    """The earlier run's files this run replaces (with --overwrite; without, their existence is an error)."""
+    _check_run_files(args, logdir, paths)
+    earlier = _earlier_run(args, logdir, paths)
+    if earlier and not args.overwrite:
+        listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+        raise ValueError(
+            f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
+            f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
+        )
+    _check_replaceable(earlier)
+    return earlier
 
 
 def _train(
@@ -378,9 +388,10 @@ def _train(
 
     def keep() -> None:
         nonlocal kept
+        kept = True  # from here on the run's files are kept, whatever happens to the set-aside ones
         for _, moved in aside:
-            moved.unlink()
-        kept = True
+            with contextlib.suppress(OSError):  # a file that went away, or cannot go: named by the next run
+                moved.unlink()
 
     try:
         for path in earlier:
@@ -412,7 +423,8 @@ def _put_back(
         for path in folder.glob(pattern):
             path.unlink()
     for path, moved in aside:
-        moved.rename(path)
+        with contextlib.suppress(FileNotFoundError):  # one that went away cannot come back
+            moved.rename(path)
     for folder in logs:  # closed by now
         shutil.rmtree(folder, ignore_errors=True)
     for folder in sorted(made, key=lambda folder: len(folder.parts), reverse=True):  # deepest first

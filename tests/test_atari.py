@@ -1128,6 +1128,54 @@ def test_run_atari_names_files_a_stopped_run_left_aside(
         err = capsys.readouterr().err
         assert (
             f"error: {aside} is an earlier run's file, set aside by a run that was stopped before it could "
-            f"put it back; rename it to {logdir / 'monitor' / 'ale_vector.monitor.csv'}, or remove it\n"
+            f"put it back; rename it to {logdir / 'monitor' / 'ale_vector.monitor.csv'} (over that run's own "
+            "file, if there is one), or remove it\n"
         ) in err
         assert aside.read_bytes() == b"scores"
+
+
+def test_run_atari_saves_its_model_when_a_set_aside_file_went_missing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the missing file made the run put the earlier files back after training: it removed its own
+    checkpoints and Monitor log, saved no model and ended in a traceback."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    import sb3_acer.run_atari
+
+    logdir = tmp_path / "run"
+    _earlier_run(logdir)
+    aside = logdir / "monitor" / ".ale_vector.monitor.csv.previous"
+
+    class RemovesTheSetAsideLog(BaseCallback):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
+
+        def _on_step(self) -> bool:
+            aside.unlink(missing_ok=True)
+            return True
+
+    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", RemovesTheSetAsideLog)
+    saved = main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}", "--overwrite"])
+    assert ACER.load(saved).num_timesteps == 40
+    assert (logdir / "monitor" / "ale_vector.monitor.csv").read_bytes() != b"scores"  # this run's
+    assert not list(logdir.rglob(".*.previous"))
+
+
+def test_a_second_run_atari_into_a_folder_in_use_stops(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs into one --logdir would mix their logs, and the second would take the first one's set-aside
+    files for a stopped run's."""
+    from sb3_acer.cli import _run_lock
+
+    logdir = tmp_path / "run"
+    with _run_lock(logdir), pytest.raises(SystemExit) as raised:
+        main([*QUICK, f"--logdir={logdir}", "--overwrite"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error: another run is writing to {logdir}; wait for it to end, or choose another --logdir or "
+        in err
+    )
+    assert not logdir.exists()
