@@ -40,9 +40,15 @@ def command_line(script: str, args: list[str]) -> str:
 
 
 def git_commit() -> str | None:
-    """The short commit checked out, ``+changes`` when tracked files differ from it; ``None`` outside git."""
+    """The short commit checked out, ``+changes`` when tracked files differ from it; ``None`` outside this
+    project's own git checkout (an unpacked sdist, even inside some other repository)."""
     root = Path(__file__).resolve().parent.parent
     try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        if Path(top).resolve() != root:
+            return None
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()

@@ -449,7 +449,12 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
         if not isinstance(header, dict) or header.get("format") != BUFFER_FORMAT_NAME:
             raise ReplayBufferFileError(f"{source} is not an sb3-acer replay buffer file")
         version = header.get("format_version")
-        if not isinstance(version, int) or version > BUFFER_FORMAT_VERSION:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise ReplayBufferFileError(
+                f"{source} has replay buffer format version {version!r}, not a version number (1 to "
+                f"{BUFFER_FORMAT_VERSION}): the file is damaged"
+            )
+        if version > BUFFER_FORMAT_VERSION:
             raise ReplayBufferFileError(
                 f"{source} has replay buffer format version {version}, newer than this sb3-acer reads "
                 f"({BUFFER_FORMAT_VERSION}); upgrade sb3-acer"

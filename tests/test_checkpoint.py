@@ -433,6 +433,18 @@ def test_newer_replay_buffer_format_raises(
         load_buffer(tmp_path / "future.pkl")
 
 
+@pytest.mark.parametrize("version", ["1", 1.0, None, True, 0])
+def test_a_replay_buffer_format_version_that_is_not_a_number_is_called_damaged(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, version: Any
+) -> None:
+    """Before, "1" and None were called newer than this sb3-acer reads, and True and 0 loaded."""
+    _, path = trained
+    _edit_header(path, tmp_path / "version.pkl", format_version=version)
+    message = f"version.pkl has replay buffer format version {version!r}, not a version number (1 to 1)"
+    with pytest.raises(ReplayBufferFileError, match=re.escape(message) + ": the file is damaged$"):
+        load_buffer(tmp_path / "version.pkl")
+
+
 def test_unknown_replay_buffer_class_raises(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

@@ -6,6 +6,7 @@ import json
 import pathlib
 import re
 import shlex
+import sys
 import types
 from collections.abc import Callable
 
@@ -218,8 +219,31 @@ def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
     assert meta["commit"] == git_commit()
     if (pathlib.Path(__file__).resolve().parents[1] / ".git").exists():
         assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", meta["commit"])
-    else:  # an unpacked sdist: no commit to record
+    else:  # an unpacked sdist, even inside another repository: no commit of ours to record
         assert meta["commit"] is None
+
+
+def test_no_commit_is_recorded_for_a_copy_inside_another_repository(tmp_path: pathlib.Path) -> None:
+    """Before, an unpacked sdist inside some other git repository recorded that repository's commit."""
+    import shutil
+    import subprocess
+
+    outer = tmp_path / "outer"
+    (outer / "copy" / "benchmarks").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t", "-C", str(outer)]
+    subprocess.run(["git", *identity, "commit", "-q", "--allow-empty", "-m", "outer"], check=True)
+    shutil.copy(
+        pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "common.py",
+        outer / "copy" / "benchmarks",
+    )
+    script = "import sys; sys.path.insert(0, 'copy'); from benchmarks.common import git_commit; "
+    script += "print(git_commit())"
+    (outer / "copy" / "benchmarks" / "__init__.py").write_text("")
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=outer, check=True, capture_output=True, text=True
+    )
+    assert out.stdout == "None\n"
 
 
 def test_recurrent_benchmark_set_options_add_up_and_take_text() -> None:
