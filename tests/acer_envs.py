@@ -4,6 +4,8 @@ that fills up, and a Ctrl-C pressed while torch loads."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -89,9 +91,9 @@ def fill_the_disk_for(monkeypatch: Any, target: pathlib.Path) -> None:
     monkeypatch.setattr(ACER, "save", full_disk)
 
 
-def interrupted_while_torch_loads(then: str) -> str:
-    """A Python script that sends itself SIGINT when torch starts to load, while it runs ``then`` (the
-    script's last lines: set ``sys.argv`` and start a command)."""
+def run_interrupted_while_torch_loads(then: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """Run, in ``cwd``, a Python script that sends itself SIGINT when torch starts to load, while it runs
+    ``then`` (the script's last lines: set ``sys.argv`` and start a command)."""
     hook = (
         "import os, runpy, signal, sys\n\n"
         "class InterruptOnTorch:\n"
@@ -101,4 +103,5 @@ def interrupted_while_torch_loads(then: str) -> str:
         "        return None\n\n"
         "sys.meta_path.insert(0, InterruptOnTorch())\n"
     )
-    return hook + then
+    command = [sys.executable, "-c", hook + then]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)

@@ -8,7 +8,6 @@ import io
 import os
 import pathlib
 import signal
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -19,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from acer_envs import fill_the_disk_for, interrupted_while_torch_loads
+from acer_envs import fill_the_disk_for, run_interrupted_while_torch_loads
 from ale_py.vector_env import AtariVectorEnv
 from gymnasium import spaces
 from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
@@ -1026,21 +1025,11 @@ def test_run_atari_without_memory_for_its_replay_is_one_line_and_keeps_no_log(
     assert "Traceback" not in err and not (tmp_path / "logs").exists()
 
 
-INTERRUPT_WHILE_RUN_ATARI_LOADS = interrupted_while_torch_loads(
-    'sys.argv = ["run_atari", "--num-timesteps=40"]\n'
-    'runpy.run_module("sb3_acer.run_atari", run_name="__main__")\n'
-)
-
-
 def test_run_atari_interrupted_while_it_loads_is_one_line(tmp_path: pathlib.Path) -> None:
     """``python -m sb3_acer.run_atari`` loads torch, SB3 and gymnasium for a second or more first."""
-    result = subprocess.run(
-        [sys.executable, "-c", INTERRUPT_WHILE_RUN_ATARI_LOADS],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    then = 'sys.argv = ["run_atari", "--num-timesteps=40"]\n'
+    then += 'runpy.run_module("sb3_acer.run_atari", run_name="__main__")\n'
+    result = run_interrupted_while_torch_loads(then, tmp_path)
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
     assert list(tmp_path.iterdir()) == []
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import pytest
-from acer_envs import fill_the_disk_for, interrupted_while_torch_loads
+from acer_envs import fill_the_disk_for, run_interrupted_while_torch_loads
 from gymnasium import spaces
 from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
@@ -163,19 +163,9 @@ def test_console_entry_exits_with_the_code(tmp_path: pathlib.Path) -> None:
 
 
 # Sends the process SIGINT when torch starts loading, as a Ctrl-C pressed while the command starts would.
-INTERRUPT_WHILE_TORCH_LOADS = interrupted_while_torch_loads(
-    'sys.argv = ["sb3-acer", "--version"]\nfrom sb3_acer.entry import main\nraise SystemExit(main())\n'
-)
-
-
 def test_ctrl_c_while_the_command_loads_is_one_line(tmp_path: pathlib.Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", INTERRUPT_WHILE_TORCH_LOADS],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    then = 'sys.argv = ["sb3-acer", "--version"]\nfrom sb3_acer.entry import main\nraise SystemExit(main())\n'
+    result = run_interrupted_while_torch_loads(then, tmp_path)
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
 
 
