@@ -86,7 +86,15 @@ from sb3_acer.presets import (
 from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
 from sb3_acer.vec_env import SafeSubprocVecEnv
 
-__all__ = ["CLIError", "check_can_create", "check_optional", "main", "stopped_by"]
+__all__ = [
+    "CLIError",
+    "check_can_create",
+    "check_optional",
+    "check_replaceable",
+    "main",
+    "set_aside",
+    "stopped_by",
+]
 
 PROG = "sb3-acer"
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
@@ -758,12 +766,35 @@ def _previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: 
         raise UsageError(
             f"{beside_model[0]} exists; pass --overwrite to replace it, or choose another --save-path"
         )
-    for path in [*in_run_dir, *beside_model]:
+    check_replaceable([*in_run_dir, *beside_model])
+    return in_run_dir + beside_model
+
+
+def check_replaceable(paths: Sequence[pathlib.Path]) -> None:
+    """Raise :class:`UsageError` unless each of an earlier run's ``paths`` is a file that can be moved, so
+    that none is set aside (:func:`set_aside`) unless all can be."""
+    for path in paths:
         if not path.is_file():
             raise UsageError(f"{path} is in the way of this run's files and is not a file; move it away")
         if not os.access(path.parent, os.W_OK | os.X_OK):
             raise UsageError(f"cannot replace {path}: no write permission in {path.parent}")
-    return in_run_dir + beside_model
+
+
+def set_aside(paths: Sequence[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
+    """``--overwrite``: rename each of an earlier run's ``paths`` to a hidden ``.<name>.previous`` beside it
+    until the new run has something to keep; returns the (path, set-aside path) pairs. If one cannot be
+    moved, those already moved are put back and :class:`CLIError` says why."""
+    aside: list[tuple[pathlib.Path, pathlib.Path]] = []
+    try:
+        for path in paths:
+            moved = path.with_name(f".{path.name}.previous")
+            path.rename(moved)
+            aside.append((path, moved))
+    except OSError as error:
+        for path, moved in aside:
+            moved.rename(path)
+        raise CLIError(f"cannot prepare the run: {_one_line(error)}") from None
+    return aside
 
 
 def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space) -> None:
@@ -1029,12 +1060,8 @@ def _run(
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
     # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
     # They are set aside (renamed) until the run's envs and model exist, and put back if that fails.
-    aside: list[tuple[pathlib.Path, pathlib.Path]] = []
+    aside = set_aside(previous)
     try:
-        for path in previous:
-            moved = path.with_name(f".{path.name}.previous")
-            path.rename(moved)
-            aside.append((path, moved))
         created = _make_folders(run_dir)
     except OSError as error:
         for path, moved in aside:

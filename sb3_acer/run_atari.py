@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import fnmatch
 import inspect
-import os
 import pathlib
 import shutil
 import sys
@@ -51,6 +50,8 @@ try:  # torch, SB3 and gymnasium load for a second or more: a Ctrl-C then is one
         _run_lock,
         check_can_create,
         check_optional,
+        check_replaceable,
+        set_aside,
         stopped_by,
     )
     from sb3_acer.schedules import LR_SCHEDULES
@@ -310,15 +311,6 @@ def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _
     return found
 
 
-def _check_replaceable(earlier: list[pathlib.Path]) -> None:
-    """Each earlier file must be a file that can be moved, so that none is set aside unless all can be."""
-    for path in earlier:
-        if not path.is_file():
-            raise ValueError(f"{path} is in the way of this run's files and is not a file; move it away")
-        if not os.access(path.parent, os.W_OK | os.X_OK):
-            raise ValueError(f"cannot replace {path}: no write permission in {path.parent}")
-
-
 def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """ACER's constructor arguments from the command line (all but the policy and the env)."""
     return dict(
@@ -371,7 +363,7 @@ def _check_earlier_run(
             f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
             f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
         )
-    _check_replaceable(earlier)
+    check_replaceable(earlier)
     return earlier
 
 
@@ -381,7 +373,7 @@ def _train(
     """Train and save. With --overwrite, the earlier run's files (but its model, which the new one replaces
     when it is saved) are set aside as hidden ``.<name>.previous`` files until this run has trained
     something, and put back if it has not (a failure or Ctrl-C before the first step)."""
-    aside: list[tuple[pathlib.Path, pathlib.Path]] = []
+    aside = set_aside([path for path in earlier if path != paths.final])
     made: list[pathlib.Path] = []  # folders this run made (removed again, deepest first)
     logs: list[pathlib.Path] = []  # the run's log folder (TensorBoard, CSV), once made
     kept = False
@@ -394,11 +386,6 @@ def _train(
                 moved.unlink()
 
     try:
-        for path in earlier:
-            if path != paths.final:
-                moved = path.with_name(f".{path.name}.previous")
-                path.rename(moved)
-                aside.append((path, moved))
         # The folders the run writes in (CheckpointCallback would make its own at the start of training).
         for folder in (paths.monitor, paths.checkpoints):
             made += _make_folders(folder) if folder is not None else []
