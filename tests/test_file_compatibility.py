@@ -1,0 +1,61 @@
+"""Files written by an earlier version load and predict as they did (``tests/data/format_v1``).
+
+The files were written by ``tests/data/format_v1/make_files.py`` with the code as it was before the
+package's redesign; the actions and probabilities recorded beside them are what that code predicted.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_acer import ACER
+
+DATA = pathlib.Path(__file__).parent / "data" / "format_v1"
+EXPECTED = json.loads((DATA / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["cartpole_mlp", "image_cnn"])
+def test_feed_forward_model_predicts_as_saved(name: str) -> None:
+    model = ACER.load(DATA / f"{name}.zip")
+    case = EXPECTED[name]
+    dtype = np.uint8 if name == "image_cnn" else np.float32
+    observations = np.asarray(case["observations"], dtype=dtype)
+    actions, _ = model.predict(observations, deterministic=True)
+    np.testing.assert_array_equal(actions, case["actions"])
+    np.testing.assert_allclose(model.action_probability(observations), case["probs"], rtol=1e-6, atol=1e-7)
+    assert model.replay_buffer is not None and len(model.replay_buffer) > 0
+
+
+def test_recurrent_model_predicts_as_saved() -> None:
+    model = ACER.load(DATA / "cartpole_lstm.zip")
+    case = EXPECTED["cartpole_lstm"]
+    actions, _ = model.predict(np.asarray(case["observations"], dtype=np.float32), deterministic=True)
+    np.testing.assert_array_equal(actions, case["actions"])
+
+
+def test_model_with_embedded_replay_keeps_training() -> None:
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    model = ACER.load(DATA / "cartpole_mlp.zip", env=env)
+    stored = len(model.replay_buffer)
+    steps = model.num_timesteps
+    model.learn(20, reset_num_timesteps=False)
+    assert model.num_timesteps == steps + 20
+    assert len(model.replay_buffer) >= stored
+    env.close()
+
+
+def test_replay_file_loads_into_a_fresh_model() -> None:
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    model = ACER("MlpPolicy", env, n_steps=5, buffer_size=50, replay_start=10, seed=0)
+    model.load_replay_buffer(DATA / "cartpole_mlp_replay.pkl")
+    saved = ACER.load(DATA / "cartpole_mlp.zip").replay_buffer
+    assert len(model.replay_buffer) == len(saved) > 0
+    first, second = model.replay_buffer.sample(), saved.sample()
+    assert first.observations.shape == second.observations.shape
+    env.close()
