@@ -52,9 +52,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import command_line, git_commit
 from sb3_acer import ACER
-from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.frame_buffer import FrameStackReplayBuffer, make_replay_buffer
+from sb3_acer.envs import frame_stack_size
+from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
+from sb3_acer.replay import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 
 FRAMES_PER_STEP = 4
 
@@ -142,7 +142,7 @@ def acer_training(env_id: str, sampler: str, n_envs: int, steps: int, device: st
     # ACER does not see through the timing wrapper (a wrapper it does not know may change observations), so
     # it would keep whole stacks; give it the frame memory it builds for the bare env.
     buffer = make_replay_buffer(
-        env=env.venv,
+        n_stack=frame_stack_size(env.venv),
         observation_space=model.observation_space,
         buffer_size=model.buffer_size,
         n_steps=model.n_steps,

@@ -47,7 +47,7 @@ def build_model(library: str, env_id: str, n_envs: int, seed: int, sampler: str)
         env = VecFrameStack(make_atari_env(env_id, n_envs, seed), 4)
         return env, ACER(CnnPolicy, env, lr_schedule="constant", buffer_size=5000, seed=seed)
     from sb3_acer import ACER
-    from sb3_acer.atari import make_atari_vec_env
+    from sb3_acer.envs.atari import make_atari_vec_env
 
     env = make_atari_vec_env(env_id, n_envs, seed=seed, sampler=sampler)
     return env, ACER("CnnPolicy", env, lr_schedule="constant", buffer_size=5000, seed=seed)

@@ -34,18 +34,7 @@ from stable_baselines3.common.utils import (
 )
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.checkpoint import (
-    check_buffer_matches,
-    generator_from_state,
-    generator_state,
-    global_rng_states,
-    load_buffer,
-    read_embedded_buffer,
-    save_buffer,
-    set_global_rng_states,
-    write_buffer_entries,
-)
-from sb3_acer.frame_buffer import ReplayBuffer, make_replay_buffer
+from sb3_acer.envs import frame_stack_size
 from sb3_acer.optim import FastRMSpropTFLike, apply_gradients, clip_grad_norm, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
@@ -59,10 +48,11 @@ from sb3_acer.policies import (
     RecurrentACERPolicy,
     q_only_parameters,
 )
+from sb3_acer.replay import ReplayBuffer, make_replay_buffer
 from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
-from sb3_acer.serialization import (
+from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
@@ -72,6 +62,17 @@ from sb3_acer.serialization import (
     space_from_json,
     space_to_json,
     write_model_file,
+)
+from sb3_acer.serialization.replay_file import (
+    check_buffer_matches,
+    generator_from_state,
+    generator_state,
+    global_rng_states,
+    load_buffer,
+    read_embedded_buffer,
+    save_buffer,
+    set_global_rng_states,
+    write_buffer_entries,
 )
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.validation import check_env_step, check_observation
@@ -630,7 +631,7 @@ class ACER(BaseAlgorithm):
             return
         # Frame stacks (Atari) store each frame once; everything else stores whole observations.
         self.replay_buffer = make_replay_buffer(
-            env=self.env,
+            n_stack=frame_stack_size(self.env),
             observation_space=self.observation_space,
             buffer_size=self.buffer_size,
             n_steps=self.n_steps,

@@ -64,6 +64,7 @@ from stable_baselines3.common.vec_env import (
 
 import sb3_acer
 from sb3_acer.acer import ACER
+from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import (
     ATARI_ENTRY,
     ATARI_FRAME_STACK,
@@ -83,8 +84,7 @@ from sb3_acer.presets import (
     wrapper_class,
     zoo_schedules,
 )
-from sb3_acer.serialization import ModelFileError, saving_through_ctrl_c, write_atomically
-from sb3_acer.vec_env import SafeSubprocVecEnv
+from sb3_acer.serialization.model_file import ModelFileError, saving_through_ctrl_c, write_atomically
 
 __all__ = [
     "CLIError",
@@ -259,7 +259,7 @@ def make_env(
     env_kwargs: dict[str, Any] | None = None,
     subprocesses: bool = False,
 ) -> VecEnv:
-    """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.vec_env.SafeSubprocVecEnv`) of
+    """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.envs.subproc.SafeSubprocVecEnv`) of
     ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack), each made by
     ``gymnasium.make(env_id, **env_kwargs)``.
 

@@ -3,7 +3,7 @@
 Example:
     python -m sb3_acer.run_atari --env PongNoFrameskip-v4 --num-timesteps 10000000 --logdir runs/pong
 
-Games are NoFrameskip-v4 ids with DeepMind's preprocessing (see sb3_acer/atari.py); the ROMs ship with
+Games are NoFrameskip-v4 ids with DeepMind's preprocessing (see sb3_acer/envs/atari.py); the ROMs ship with
 ale-py. --num-timesteps counts agent steps over all environments, each 4 emulator frames: the default 10M
 is 40M frames. Training runs for exactly --num-timesteps steps (rounded up to whole updates of n_envs x 20
 steps); SB2's script trained 10% more than it was asked to. The model is saved at the end (--save-path),
@@ -38,7 +38,6 @@ try:  # torch, SB3 and gymnasium load for a second or more: a Ctrl-C then is one
     from stable_baselines3.common.vec_env import VecEnv
 
     from sb3_acer.acer import ACER
-    from sb3_acer.atari import SAMPLERS, ale_game_name, make_atari_vec_env
     from sb3_acer.cli import (
         CLIError,
         UsageError,
@@ -54,8 +53,9 @@ try:  # torch, SB3 and gymnasium load for a second or more: a Ctrl-C then is one
         set_aside,
         stopped_by,
     )
+    from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
     from sb3_acer.schedules import LR_SCHEDULES
-    from sb3_acer.serialization import saving_through_ctrl_c
+    from sb3_acer.serialization.model_file import saving_through_ctrl_c
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise

@@ -27,13 +27,14 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecTransposeImage
 
 from sb3_acer import ACER
-from sb3_acer.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
-from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.checkpoint import load_buffer, save_buffer
-from sb3_acer.frame_buffer import FrameStackReplayBuffer, frame_stack_size, make_replay_buffer
+from sb3_acer.envs import frame_stack_size
+from sb3_acer.envs.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
+from sb3_acer.replay import FrameStackReplayBuffer, make_replay_buffer
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 from sb3_acer.rollout import collect_segment
 from sb3_acer.run_atari import build_parser, main
 from sb3_acer.segment import Segment
+from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 
 FIELDS = [field.name for field in dataclasses.fields(Segment)]
 
@@ -120,7 +121,7 @@ def paired_buffers(
     (same capacity and sampling seed), to compare every read."""
     n_envs = env.num_envs
     buffer = make_replay_buffer(
-        env=env,
+        n_stack=frame_stack_size(env),
         observation_space=env.observation_space,
         buffer_size=capacity * n_steps,
         n_steps=n_steps,
@@ -301,7 +302,7 @@ def test_frame_buffer_on_a_real_game(sampler: str) -> None:
     env = make_atari_vec_env("BreakoutNoFrameskip-v4", 2, seed=3, sampler=sampler)
     try:
         buffer = make_replay_buffer(
-            env=env,
+            n_stack=frame_stack_size(env),
             observation_space=env.observation_space,
             buffer_size=40,
             n_steps=20,
@@ -349,10 +350,14 @@ def test_replay_estimate_equals_the_filled_buffer() -> None:
 def test_make_replay_buffer_keeps_whole_observations_without_frame_stacking() -> None:
     kwargs: dict[str, Any] = dict(buffer_size=20, n_steps=5, n_envs=1, n_actions=2)
     cartpole = make_vec_env("CartPole-v1", n_envs=1)
-    buffer = make_replay_buffer(env=cartpole, observation_space=cartpole.observation_space, **kwargs)
+    buffer = make_replay_buffer(
+        n_stack=frame_stack_size(cartpole), observation_space=cartpole.observation_space, **kwargs
+    )
     assert type(buffer) is SegmentReplayBuffer
     images = VecTransposeImage(DummyVecEnv([lambda: NoiseFrameEnv((40, 40, 3))]))
-    buffer = make_replay_buffer(env=images, observation_space=images.observation_space, **kwargs)
+    buffer = make_replay_buffer(
+        n_stack=frame_stack_size(images), observation_space=images.observation_space, **kwargs
+    )
     assert type(buffer) is SegmentReplayBuffer
 
 

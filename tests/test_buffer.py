@@ -1,4 +1,5 @@
-"""The segment replay buffer (``sb3_acer.buffer``) and the ``Segment`` record (``sb3_acer.segment``)."""
+"""The segment replay buffer (``sb3_acer.replay.segment_buffer``) and the ``Segment`` record
+(``sb3_acer.segment``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-import sb3_acer.buffer as buffer_module
-from sb3_acer.buffer import SegmentReplayBuffer, available_memory_bytes
-from sb3_acer.frame_buffer import FrameStackReplayBuffer
+import sb3_acer.replay.segment_buffer as buffer_module
+from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer, available_memory_bytes
 from sb3_acer.segment import Segment
 
 # The array fields (initial_state, the recurrent policies' (h, c) pair, is tested in test_recurrent.py).

@@ -34,17 +34,17 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecTransposeImage
 
 from sb3_acer import ACER
-from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.checkpoint import (
+from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
+from sb3_acer.rollout import collect_segment
+from sb3_acer.serialization.model_file import ModelFileError
+from sb3_acer.serialization.replay_file import (
     ReplayBufferFileError,
     global_rng_states,
     load_buffer,
     save_buffer,
     set_global_rng_states,
 )
-from sb3_acer.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.rollout import collect_segment
-from sb3_acer.serialization import ModelFileError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "reliability_worker.py"

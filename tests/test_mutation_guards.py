@@ -14,9 +14,9 @@ import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_acer import ACER
-from sb3_acer.checkpoint import ReplayBufferFileError, load_buffer, save_buffer
 from sb3_acer.presets import _whole
 from sb3_acer.segment import Segment
+from sb3_acer.serialization.replay_file import ReplayBufferFileError, load_buffer, save_buffer
 
 
 def flat_weights(model: ACER) -> th.Tensor:

@@ -32,8 +32,8 @@ from sb3_acer import (
     RecurrentACERPolicy,
 )
 from sb3_acer import functional as F
-from sb3_acer.buffer import SegmentReplayBuffer
 from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 from sb3_acer.segment import Segment
 from sb3_acer.update import _recurrent_outputs
 

@@ -20,8 +20,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_acer.acer
 from sb3_acer import ACER
+from sb3_acer.envs.subproc import SafeSubprocVecEnv, SubprocEnvError
 from sb3_acer.rollout import collect_segment
-from sb3_acer.vec_env import SafeSubprocVecEnv, SubprocEnvError
 
 SMALL = dict(n_steps=5, buffer_size=50, replay_start=10, seed=0)
 
@@ -417,10 +417,12 @@ def test_safe_subproc_vec_env_trains_and_closes() -> None:
 # ------------------------------------------------------------------------------------------ the table
 
 
-def test_every_row_of_docs_reliability_names_an_existing_test() -> None:
+def test_every_row_of_the_reliability_cases_names_an_existing_test() -> None:
     root = pathlib.Path(__file__).resolve().parents[1]
     rows = [
-        line for line in (root / "docs" / "reliability.md").read_text().splitlines() if line.startswith("| ")
+        line
+        for line in (root / "tests" / "reliability_cases.md").read_text().splitlines()
+        if line.startswith("| ")
     ]
     table = [row for row in rows[2:] if "---" not in row]
     named = [re.findall(r"`(tests/\w+\.py)::(\w+)`", row) for row in table]

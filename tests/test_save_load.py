@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
 from sb3_acer import ACER, MlpPolicy
-from sb3_acer.serialization import (
+from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,

@@ -36,8 +36,8 @@ from typing import IO, Any
 import numpy as np
 import torch as th
 
-from sb3_acer.buffer import SegmentReplayBuffer
-from sb3_acer.serialization import ModelFileError, PathOrFile, write_atomically
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
+from sb3_acer.serialization.model_file import ModelFileError, PathOrFile, write_atomically
 
 __all__ = [
     "BUFFER_FORMAT_NAME",
@@ -71,7 +71,7 @@ def buffer_classes() -> dict[str, type]:
     """The replay buffer classes a file may name, by class name."""
     classes: dict[str, type] = {"SegmentReplayBuffer": SegmentReplayBuffer}
     try:
-        from sb3_acer.frame_buffer import FrameStackReplayBuffer
+        from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
     except ImportError:  # pragma: no cover - the frame buffer module is optional
         pass
     else:

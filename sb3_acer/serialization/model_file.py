@@ -11,8 +11,8 @@ Layout of a model file (``format_version`` 1)::
 ``data.json`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global generators and of
 the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
 ``ACER.save(path, include=["replay_buffer"])`` adds the entries of a replay buffer file
-(``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.checkpoint`); readers that do not
-know them ignore them.
+(``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.serialization.replay_file`);
+readers that do not know them ignore them.
 
 Classes in ``policy_kwargs`` (activation functions, feature extractors, the optimizer) and custom policy
 classes are stored by import path and resolved on load only if they are ``torch.nn.Module`` or

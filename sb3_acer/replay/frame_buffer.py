@@ -19,18 +19,11 @@ from collections.abc import Iterator
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecTransposeImage
-from stable_baselines3.common.vec_env.vec_check_nan import VecCheckNan
-from stable_baselines3.common.vec_env.vec_monitor import VecMonitor
 
-from sb3_acer.atari import AtariVecEnv
-from sb3_acer.buffer import SegmentReplayBuffer, SlotReplay, available_memory_bytes
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer, SlotReplay, available_memory_bytes
 from sb3_acer.segment import Segment
 
-__all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "frame_stack_size", "make_replay_buffer"]
-
-#: Wrappers that may sit above the frame stacking without changing the stacked frames.
-_TRANSPARENT_WRAPPERS = (VecTransposeImage, VecMonitor, VecCheckNan)
+__all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "make_replay_buffer"]
 
 
 class FrameStackReplayBuffer(SlotReplay):
@@ -363,35 +356,9 @@ class FrameStackReplayBuffer(SlotReplay):
 ReplayBuffer = SegmentReplayBuffer | FrameStackReplayBuffer
 
 
-def frame_stack_size(env: VecEnv | None) -> int | None:
-    """Number of frames stacked along the first observation axis by ``env``, or ``None`` if unknown.
-
-    Recognised: ``VecFrameStack`` (optionally under ``VecTransposeImage``, ``VecMonitor`` or
-    ``VecCheckNan``) and :class:`sb3_acer.atari.AtariVecEnv`. A ``VecFrameStack`` stacks along the axis
-    of its frames' channels: the first if they are channel-first, the last otherwise, which a
-    ``VecTransposeImage`` above it moves to the first (SB3's Atari pipeline); channel-last frames with no
-    transpose above (a small RGB image SB3 takes for channel-first, a ``uint8`` Box that is no image) are
-    stacked along the last axis: ``None``.
-    """
-    transposed = False
-    while env is not None:
-        if isinstance(env, VecFrameStack):
-            along_first = bool(env.stacked_obs.channels_first) != transposed
-            return int(env.stacked_obs.n_stack) if along_first else None
-        if isinstance(env, _TRANSPARENT_WRAPPERS):
-            if isinstance(env, VecTransposeImage) and not env.skip:
-                transposed = not transposed
-            env = env.venv
-            continue
-        if isinstance(env, VecEnvWrapper):
-            return None
-        return env.n_stack if isinstance(env, AtariVecEnv) and not transposed else None
-    return None
-
-
 def make_replay_buffer(
     *,
-    env: VecEnv | None,
+    n_stack: int | None,
     observation_space: spaces.Space,
     buffer_size: int,
     n_steps: int,
@@ -404,7 +371,8 @@ def make_replay_buffer(
     whole observations otherwise.
 
     Args:
-        env: the (wrapped) training environment, inspected for frame stacking.
+        n_stack: number of frames the environment stacks along the first observation axis
+            (:func:`sb3_acer.envs.frame_stack_size`), ``None`` if it stacks none or it is unknown.
         observation_space: the observation space the model sees (channel-first images).
         buffer_size: capacity in steps per environment.
         n_steps: segment length ``T``.
@@ -413,7 +381,6 @@ def make_replay_buffer(
         seed: seed of the sampling generators.
         state_size: size of a recurrent policy's LSTM state (0: feed-forward).
     """
-    n_stack = frame_stack_size(env)
     shape = observation_space.shape or ()
     if (
         n_stack is not None

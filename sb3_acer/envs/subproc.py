@@ -5,7 +5,7 @@ forever, and one whose env raises surfaces as a bare ``EOFError`` (or a hang in 
 :class:`SafeSubprocVecEnv` is a drop-in replacement::
 
     from stable_baselines3.common.env_util import make_vec_env
-    from sb3_acer.vec_env import SafeSubprocVecEnv
+    from sb3_acer.envs.subproc import SafeSubprocVecEnv
 
     env = make_vec_env("CartPole-v1", n_envs=4, vec_env_cls=SafeSubprocVecEnv,
                        vec_env_kwargs=dict(timeout=60))
