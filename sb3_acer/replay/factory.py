@@ -16,7 +16,8 @@ BUFFER_CLASSES: dict[str, type[SegmentReplayBuffer] | type[FrameStackReplayBuffe
     "FrameStackReplayBuffer": FrameStackReplayBuffer,
 }
 
-#: Either replay memory; both have ``put``, ``sample``, ``get``, ``has_at_least``, ``len`` and ``nbytes``.
+#: Either replay memory; both have ``put``, ``sample``, ``get``, ``has_at_least``, ``len``, ``nbytes``,
+#: ``state_dict`` and ``load_state_dict``.
 ReplayBuffer = SegmentReplayBuffer | FrameStackReplayBuffer
 
 
