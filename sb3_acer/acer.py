@@ -65,14 +65,16 @@ from sb3_acer.serialization.model_file import (
 )
 from sb3_acer.serialization.replay_file import (
     check_buffer_matches,
-    generator_from_state,
-    generator_state,
-    global_rng_states,
     load_buffer,
     read_embedded_buffer,
     save_buffer,
-    set_global_rng_states,
     write_buffer_entries,
+)
+from sb3_acer.serialization.rng_state import (
+    generator_from_state,
+    generator_state,
+    global_rng_states,
+    set_global_rng_states,
 )
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.validation import check_env_step, check_observation

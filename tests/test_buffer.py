@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 
 import numpy as np
 import pytest
 
-import sb3_acer.replay.segment_buffer as buffer_module
+import sb3_acer.replay.base as buffer_module
+from sb3_acer.replay.base import available_memory_bytes
 from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer, available_memory_bytes
+from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 from sb3_acer.segment import Segment
 
 # The array fields (initial_state, the recurrent policies' (h, c) pair, is tested in test_recurrent.py).
@@ -549,3 +551,165 @@ def test_frame_buffer_of_one_slot_reads_back_a_continuing_segment_exactly() -> N
         [13, 14, 15],
         [14, 15, 16],
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# state_dict / load_state_dict
+# ---------------------------------------------------------------------------------------------------------
+
+
+def assert_states_equal(a: dict, b: dict) -> None:
+    """Two state dicts hold the same entries: arrays equal in dtype, shape and content."""
+    assert list(a) == list(b)
+    for name in a:
+        x, y = a[name], b[name]
+        if isinstance(x, np.ndarray):
+            assert isinstance(y, np.ndarray) and (x.dtype, x.shape) == (y.dtype, y.shape), name
+            np.testing.assert_array_equal(x, y, err_msg=name)
+        elif name == "final":
+            assert len(x) == len(y)
+            for (index_x, obs_x), (index_y, obs_y) in zip(x, y, strict=True):
+                np.testing.assert_array_equal(index_x, index_y)
+                assert obs_x.dtype == obs_y.dtype
+                np.testing.assert_array_equal(obs_x, obs_y)
+        elif name == "heads":
+            assert x.keys() == y.keys()
+            for key in x:
+                np.testing.assert_array_equal(x[key], y[key])
+        else:
+            assert x == y, name
+
+
+def _recurrent_segment(rng: np.random.Generator) -> Segment:
+    h, c = rng.standard_normal((2, 3, 2)).astype(np.float32)
+    return dataclasses.replace(make_segment(rng, final=((1, 0), (3, 2))), initial_state=(h, c))
+
+
+def _recurrent_buffer(seed: int) -> SegmentReplayBuffer:
+    """A wrapped ring (7 segments in 4 slots) of a recurrent policy, with truncation rows."""
+    buffer = SegmentReplayBuffer(20, 5, 3, (4,), np.dtype(np.float32), 3, seed=seed, state_size=2)
+    rng = np.random.default_rng(seed)
+    for _ in range(7):
+        buffer.put(_recurrent_segment(rng))
+    return buffer
+
+
+def _frame_buffer(seed: int, n_puts: int = 5) -> FrameStackReplayBuffer:
+    """One env's frame stream in 3 slots, wrapped: ``heads`` holds the oldest slot's first observation."""
+    buffer = FrameStackReplayBuffer(6, 2, 1, (3, 1, 1), n_stack=3, n_actions=2, seed=seed)
+    frames = np.arange(10, 40, dtype=np.uint8)
+    for k in range(n_puts):
+        buffer.put(_frame_stream_segment(frames, 2 + 2 * k, n_steps=2, n_stack=3))
+    assert buffer.heads and buffer._last_tail is not None
+    return buffer
+
+
+def _assert_same_batches(a, b, n: int = 6) -> None:
+    for _ in range(n):
+        first, second = a.sample(), b.sample()
+        assert_segments_equal(first, second)
+        if first.initial_state is not None:
+            np.testing.assert_array_equal(first.initial_state[0], second.initial_state[0])
+            np.testing.assert_array_equal(first.initial_state[1], second.initial_state[1])
+
+
+@pytest.mark.parametrize("make", [_recurrent_buffer, _frame_buffer])
+def test_state_dict_round_trip_gives_identical_samples(make) -> None:
+    buffer, other = make(seed=0), make(seed=1)
+    other.load_state_dict(buffer.state_dict())
+    assert_states_equal(other.state_dict(), buffer.state_dict())
+    _assert_same_batches(other, buffer)
+    rebuilt = type(buffer).from_state_dict(buffer.state_dict())
+    _assert_same_batches(rebuilt, buffer)
+
+
+def test_state_dict_is_plain_values_and_arrays() -> None:
+    state = _frame_buffer(seed=0).state_dict()
+    assert list(state)[:11] == [
+        "n_steps", "n_envs", "obs_shape", "obs_dtype", "n_stack", "frame_shape", "n_actions",
+        "state_size", "capacity", "next_idx", "num_in_buffer",
+    ]  # fmt: skip
+    assert state["rngs"][0]["bit_generator"] == "PCG64" and isinstance(
+        state["rngs"][0]["state"]["state"], int
+    )
+    assert all(isinstance(state[name], int) for name in ("n_steps", "capacity", "next_idx", "num_in_buffer"))
+
+
+def test_loaded_state_is_a_copy() -> None:
+    """With copy=True (the default) the two buffers share no array: changing one leaves the other."""
+    buffer, other = _recurrent_buffer(seed=0), _recurrent_buffer(seed=1)
+    other.load_state_dict(buffer.state_dict())
+    before = copy.deepcopy(buffer.state_dict())
+    other.put(_recurrent_segment(np.random.default_rng(5)))
+    other.final[0][0][...] = 0
+    other.sample()
+    assert_states_equal(buffer.state_dict(), before)
+
+
+def _bad_segment_states(state: dict) -> list[tuple[dict, str]]:
+    """States of another buffer of the same settings, each with one entry damaged, and the message."""
+    actions = state["actions"].copy()
+    actions[1, 2, 0] = 7
+    final = list(state["final"])
+    final[2] = (final[2][0].astype(np.int32), final[2][1])
+    changes: list[tuple[dict, str]] = [
+        ({"actions": state["actions"][:2]}, r"^actions is int64\[2, 5, 3\], expected int64\[4, 5, 3\]$"),
+        (
+            {"rewards": state["rewards"].astype(np.float64)},
+            r"^rewards is float64\[4, 5, 3\], expected float32",
+        ),
+        ({"observations": state["observations"].tolist()}, r"^observations is list, expected float32"),
+        ({"next_idx": 4}, r"^next_idx=4 outside \[0, 3\]$"),
+        ({"num_in_buffer": -1}, r"^num_in_buffer=-1 outside \[0, 4\]$"),
+        ({"num_in_buffer": True}, r"^num_in_buffer=True outside \[0, 4\]$"),
+        ({"n_steps": 6}, r"^n_steps is 6, this buffer has n_steps=5$"),
+        ({"obs_dtype": np.dtype(np.float64)}, r"^obs_dtype is dtype\('float64'\), this buffer has"),
+        ({"actions": actions}, r"^actions outside \[0, 3\): 7$"),
+        ({"final": final}, r"^final\[2\] is not a pair of int64\[K, 2\] indices and float32\[K, 4\]"),
+        ({"final": final[:3]}, r"^final has 3 items, expected 4$"),
+        ({"rngs": state["rngs"][:2]}, r"^rngs must hold 3 generator states, got list$"),
+        (
+            {"rngs": [{"bit_generator": "os.system"}, *state["rngs"][1:]]},
+            r"^unknown bit generator 'os.system'",
+        ),
+    ]
+    missing = {name: value for name, value in state.items() if name != "initial_h"}
+    return [({**state, **change}, message) for change, message in changes] + [
+        (missing, r"missing \['initial_h'\], unknown \[\]$")
+    ]
+
+
+def test_load_state_dict_refuses_a_bad_state_and_keeps_the_buffer() -> None:
+    buffer = _recurrent_buffer(seed=0)
+    good = copy.deepcopy(buffer.state_dict())
+    for state, message in _bad_segment_states(_recurrent_buffer(seed=1).state_dict()):
+        with pytest.raises(ValueError, match=message):
+            buffer.load_state_dict(state)
+        assert_states_equal(buffer.state_dict(), good)
+    fresh = _recurrent_buffer(seed=0)
+    _assert_same_batches(buffer, fresh)  # the generators were not touched either
+
+
+def test_frame_buffer_load_state_dict_refuses_bad_heads_and_keeps_the_buffer() -> None:
+    buffer = _frame_buffer(seed=0)
+    good = copy.deepcopy(buffer.state_dict())
+    state = _frame_buffer(seed=1, n_puts=4).state_dict()
+    head = next(iter(state["heads"].values()))
+    for changes, message in (
+        ({"heads": {(3, 0): head}}, r"^heads key \(3, 0\) outside the buffer$"),
+        (
+            {"heads": {(0, 0): head[:2]}},
+            r"^heads\[\(0, 0\)\] is uint8\[2, 1, 1\], expected uint8\[3, 1, 1\]$",
+        ),
+        ({"heads": {(0, 0, 1): head}}, "^heads hold part of the whole segment of slot 0, env 0$"),
+        ({"_last_tail": head}, r"^_last_tail is uint8\[3, 1, 1\], expected uint8\[1, 3, 1, 1\]$"),
+        (
+            {"frame_shape": (3, 1, 1)},
+            r"^frame_shape is \(3, 1, 1\), this buffer has frame_shape=\(1, 1, 1\)$",
+        ),
+    ):
+        with pytest.raises(ValueError, match=message):
+            buffer.load_state_dict({**state, **changes})
+        assert_states_equal(buffer.state_dict(), good)
+    buffer.load_state_dict(state)  # the undamaged state loads
+    assert buffer.next_idx == 1 and buffer.num_in_buffer == 3

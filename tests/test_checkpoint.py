@@ -6,6 +6,7 @@ import copy
 import csv
 import dataclasses
 import gc
+import hashlib
 import io
 import json
 import os
@@ -40,11 +41,11 @@ from sb3_acer.rollout import collect_segment
 from sb3_acer.serialization.model_file import ModelFileError
 from sb3_acer.serialization.replay_file import (
     ReplayBufferFileError,
-    global_rng_states,
     load_buffer,
+    read_embedded_buffer,
     save_buffer,
-    set_global_rng_states,
 )
+from sb3_acer.serialization.rng_state import global_rng_states, set_global_rng_states
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "reliability_worker.py"
@@ -812,3 +813,64 @@ def test_frame_buffer_heads_of_another_shape_are_refused(tmp_path: pathlib.Path)
         save_buffer(damaged, tmp_path / "frames")
         with pytest.raises(ReplayBufferFileError, match=message):
             load_buffer(tmp_path / "frames.pkl")
+
+
+# ---------------------------------------------------------------------- format 1 through the state dict
+
+FORMAT_V1 = ROOT / "tests" / "data" / "format_v1"
+#: sha256 (first 16 hex digits) of five batches sampled from each file's buffer right after loading, as
+#: the code before the buffers had a state dict (commit cf97183) drew them.
+V1_SAMPLE_DIGESTS = {
+    "cartpole_mlp_replay.pkl": "6859ca063703b023",
+    "cartpole_mlp.zip": "6859ca063703b023",
+    "cartpole_lstm.zip": "c2aa10e2a334d0d7",
+    "image_cnn.zip": "2575381b61848bfa",
+}
+
+
+def _v1_buffer(name: str) -> Any:
+    path = FORMAT_V1 / name
+    return load_buffer(path) if name.endswith(".pkl") else read_embedded_buffer(path)
+
+
+@pytest.mark.parametrize("name", sorted(V1_SAMPLE_DIGESTS))
+def test_format_1_files_sample_as_before(name: str) -> None:
+    buffer = _v1_buffer(name)
+    digest = hashlib.sha256()
+    for _ in range(5):
+        batch = buffer.sample()
+        for field in (
+            "observations",
+            "actions",
+            "rewards",
+            "mu_probs",
+            "terminated",
+            "truncated",
+            "episode_starts",
+            "final_index",
+            "final_observations",
+        ):
+            array = np.ascontiguousarray(getattr(batch, field))
+            digest.update(str((array.dtype.str, array.shape)).encode())
+            digest.update(array.tobytes())
+        if batch.initial_state is not None:
+            digest.update(batch.initial_state[0].tobytes())
+            digest.update(batch.initial_state[1].tobytes())
+    assert digest.hexdigest()[:16] == V1_SAMPLE_DIGESTS[name]
+
+
+@pytest.mark.parametrize("name", sorted(V1_SAMPLE_DIGESTS))
+def test_format_1_buffers_are_written_back_in_the_same_format(name: str) -> None:
+    """The state dict is written with the JSON keys, tags and array entries format 1 had."""
+    stream = io.BytesIO()
+    save_buffer(_v1_buffer(name), stream)
+    with zipfile.ZipFile(FORMAT_V1 / name) as before, zipfile.ZipFile(stream) as after:
+        old, new = (json.loads(archive.read("replay_buffer.json")) for archive in (before, after))
+        assert new["format_version"] == old["format_version"] == 1
+        assert (new["class"], new["state"], new["arrays"]) == (old["class"], old["state"], old["arrays"])
+        assert list(new["state"]) == list(old["state"]) and list(new["arrays"]) == list(old["arrays"])
+        for entry in old["arrays"]:
+            path = f"replay_buffer/{entry}.npy"
+            np.testing.assert_array_equal(
+                np.load(io.BytesIO(after.read(path))), np.load(io.BytesIO(before.read(path))), err_msg=entry
+            )

@@ -15,15 +15,15 @@ previous segment's ``x_T``, e.g. after a stopped rollout). Interface and samplin
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer, SlotReplay, available_memory_bytes
+from sb3_acer.replay.base import SlotReplay, check_sizes, checked_array, warn_if_too_large
 from sb3_acer.segment import Segment
 
-__all__ = ["FrameStackReplayBuffer", "ReplayBuffer", "make_replay_buffer"]
+__all__ = ["FrameStackReplayBuffer"]
 
 
 class FrameStackReplayBuffer(SlotReplay):
@@ -58,62 +58,28 @@ class FrameStackReplayBuffer(SlotReplay):
         obs_dtype: np.dtype | type = np.uint8,
         state_size: int = 0,
     ) -> None:
-        if n_steps <= 0 or n_envs <= 0 or n_actions <= 0 or n_stack <= 0:
-            raise ValueError(
-                f"n_steps, n_envs, n_actions and n_stack must be positive, got {n_steps}, {n_envs}, "
-                f"{n_actions}, {n_stack}"
-            )
-        if buffer_size < n_steps:
-            raise ValueError(
-                f"buffer_size ({buffer_size}) must be at least n_steps ({n_steps}) to hold one segment"
-            )
+        check_sizes(
+            buffer_size, state_size, n_steps=n_steps, n_envs=n_envs, n_actions=n_actions, n_stack=n_stack
+        )
         obs_shape = tuple(obs_shape)
-        if state_size < 0:
-            raise ValueError(f"state_size must be non-negative, got {state_size}")
         if len(obs_shape) != 3 or obs_shape[0] % n_stack:
             raise ValueError(f"obs_shape must be (n_stack * c, H, W) with n_stack={n_stack}, got {obs_shape}")
-        self.n_steps = n_steps
-        self.n_envs = n_envs
-        self.obs_shape = obs_shape
-        self.obs_dtype = np.dtype(obs_dtype)
+        self._init_slots(buffer_size, n_steps, n_envs, obs_shape, obs_dtype, n_actions, state_size)
         self.n_stack = n_stack
         self.frame_shape = (obs_shape[0] // n_stack, *obs_shape[1:])
-        self.n_actions = n_actions
-        self.state_size = int(state_size)
-        self.capacity = buffer_size // n_steps
-        self.next_idx = 0
-        self.num_in_buffer = 0
-
-        nbytes = self.estimate_nbytes(
-            self.capacity, n_steps, n_envs, obs_shape, n_stack, self.obs_dtype, n_actions, self.state_size
-        )
-        available = available_memory_bytes()
-        if available is not None and nbytes > available:
-            warnings.warn(
-                f"The replay buffer needs about {nbytes / 1e9:.2f} GB but only {available / 1e9:.2f} GB are "
-                "available; reduce buffer_size or n_envs, or expect swapping or an out-of-memory error.",
-                ResourceWarning,
-                stacklevel=2,
+        warn_if_too_large(
+            self.estimate_nbytes(
+                self.capacity, n_steps, n_envs, obs_shape, n_stack, self.obs_dtype, n_actions, self.state_size
             )
-        slots, steps, envs = self.capacity, n_steps, n_envs
+        )
         # frames[k, t, e]: the newest frame of x_{t+1} in slot k.
-        self.frames = np.zeros((slots, steps, envs, *self.frame_shape), dtype=self.obs_dtype)
-        self.actions = np.zeros((slots, steps, envs), dtype=np.int32)
-        self.rewards = np.zeros((slots, steps, envs), dtype=np.float32)
-        self.mu_probs = np.zeros((slots, steps, envs, n_actions), dtype=np.float32)
-        self.terminated = np.zeros((slots, steps, envs), dtype=bool)
-        self.truncated = np.zeros((slots, steps, envs), dtype=bool)
-        self.episode_starts = np.zeros((slots, steps + 1, envs), dtype=bool)
-        self.initial_h = np.zeros((slots, envs, self.state_size), dtype=np.float32)
-        self.initial_c = np.zeros((slots, envs, self.state_size), dtype=np.float32)
+        self.frames = np.zeros((self.capacity, n_steps, n_envs, *self.frame_shape), dtype=self.obs_dtype)
         # The whole x_0 of (slot, env) where the previous slot cannot supply its older frames, and under
         # (slot, env, t) the whole x_t of segments that are not one frame stream (see put).
         self.heads: dict[tuple[int, ...], np.ndarray] = {}
         # x_T of the last segment put, to tell whether the next one continues it.
         self._last_tail: np.ndarray | None = None
-        empty = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, *obs_shape), dtype=self.obs_dtype))
-        self.final: list[tuple[np.ndarray, np.ndarray]] = [empty] * slots
-        self.seed(seed)
+        self._allocate_steps(np.int32, seed)
 
     @staticmethod
     def estimate_nbytes(
@@ -137,23 +103,9 @@ class FrameStackReplayBuffer(SlotReplay):
         per_slot_env = n_steps * per_step + (n_steps + 1) + 2 * 4 * state_size
         return capacity * n_envs * per_slot_env + 2 * n_envs * obs_bytes
 
-    @property
-    def nbytes(self) -> int:
-        arrays = [
-            self.frames,
-            self.actions,
-            self.rewards,
-            self.mu_probs,
-            self.terminated,
-            self.truncated,
-            self.episode_starts,
-            self.initial_h,
-            self.initial_c,
-            *self.heads.values(),
-        ]
-        if self._last_tail is not None:
-            arrays.append(self._last_tail)
-        return int(sum(array.nbytes for array in arrays))
+    def _extra_nbytes(self) -> int:
+        tail = 0 if self._last_tail is None else self._last_tail.nbytes
+        return int(sum(array.nbytes for array in self.heads.values())) + tail
 
     def bytes_per_transition(self) -> float:
         """``nbytes`` divided by the number of transitions the buffer holds when full."""
@@ -227,63 +179,74 @@ class FrameStackReplayBuffer(SlotReplay):
                 self.heads[(idx, env)] = observations[0, env].copy()
 
         self.frames[idx] = self._frames_of(observations[1:])[:, :, -1]
-        self.actions[idx] = segment.actions
-        self.rewards[idx] = segment.rewards
-        self.mu_probs[idx] = segment.mu_probs
-        self.terminated[idx] = segment.terminated
-        self.truncated[idx] = segment.truncated
-        self.episode_starts[idx] = segment.episode_starts
-        if segment.initial_state is not None:
-            self.initial_h[idx], self.initial_c[idx] = segment.initial_state
-        self.final[idx] = (
-            segment.final_index.astype(np.int64, copy=True),
-            segment.final_observations.astype(self.obs_dtype, copy=True),
-        )
         self._last_tail = observations[-1].copy()
-        self.next_idx = (self.next_idx + 1) % self.capacity
-        self.num_in_buffer = min(self.capacity, self.num_in_buffer + 1)
+        self._store_steps(segment)
 
-    def check_values(self) -> None:
-        """:meth:`SlotReplay.check_values`, and the whole observations kept in ``heads`` and the last
-        ``x_T`` have the observation shape and dtype, under keys of stored slots and envs."""
-        super().check_values()
-        for key, observation in self.heads.items():
+    # ------------------------------------------------------------------ state dict
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "n_steps": self.n_steps,
+            "n_envs": self.n_envs,
+            "obs_shape": self.obs_shape,
+            "obs_dtype": self.obs_dtype,
+            "n_stack": self.n_stack,
+            "frame_shape": self.frame_shape,
+            "n_actions": self.n_actions,
+            "state_size": self.state_size,
+        }
+
+    @classmethod
+    def _constructor_arguments(cls, state: Mapping[str, Any]) -> dict[str, Any]:
+        if "n_stack" not in state:
+            raise ValueError("the state lacks the settings ['n_stack']")
+        return {**super()._constructor_arguments(state), "n_stack": state["n_stack"]}
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"frames": self.frames, **super()._arrays()}
+
+    def _extra_state(self) -> dict[str, Any]:
+        """``heads`` (whole observations by ``(slot, env)`` or ``(slot, env, t)``) and ``_last_tail``."""
+        return {"heads": dict(self.heads), "_last_tail": self._last_tail}
+
+    def _checked_extra(self, state: Mapping[str, Any], copy: bool) -> dict[str, Any]:
+        """``heads`` holding whole observations under keys of the buffer's slots, envs and steps, each
+        whole segment complete, and ``_last_tail`` (``None`` or ``[E, *obs_shape]``)."""
+        heads = state["heads"]
+        if not isinstance(heads, dict):
+            raise ValueError(f"heads is a {type(heads).__name__}, expected a dict")
+        checked: dict[tuple[int, ...], np.ndarray] = {}
+        for key, observation in heads.items():
             if not (
                 isinstance(key, tuple)
                 and len(key) in (2, 3)
-                and all(isinstance(k, int) for k in key)
+                and all(isinstance(k, int) and not isinstance(k, bool) for k in key)
                 and 0 <= key[0] < self.capacity
                 and 0 <= key[1] < self.n_envs
                 and (len(key) == 2 or 1 <= key[2] <= self.n_steps)
             ):
                 raise ValueError(f"heads key {key!r} outside the buffer")
-            if not isinstance(observation, np.ndarray) or (observation.shape, observation.dtype) != (
-                self.obs_shape,
-                self.obs_dtype,
-            ):
-                described = (
-                    f"{observation.dtype}{list(observation.shape)}"
-                    if isinstance(observation, np.ndarray)
-                    else type(observation).__name__
-                )
-                raise ValueError(
-                    f"heads[{key!r}] is {described}, expected {self.obs_dtype}{list(self.obs_shape)}"
-                )
-        whole = {key[:2] for key in self.heads if len(key) == 3}
-        for slot, env in whole:
-            if any((slot, env, t) not in self.heads for t in range(1, self.n_steps + 1)):
+            checked[key] = checked_array(f"heads[{key!r}]", observation, self.obs_shape, self.obs_dtype, copy)
+        for slot, env in {key[:2] for key in checked if len(key) == 3}:
+            if any((slot, env, t) not in checked for t in range(1, self.n_steps + 1)):
                 raise ValueError(f"heads hold part of the whole segment of slot {slot}, env {env}")
-        tail = self._last_tail
-        if tail is not None and (tail.shape, tail.dtype) != ((self.n_envs, *self.obs_shape), self.obs_dtype):
-            raise ValueError(f"_last_tail is {tail.dtype}{list(tail.shape)}")
+        tail = state["_last_tail"]
+        if tail is not None:
+            tail = checked_array("_last_tail", tail, (self.n_envs, *self.obs_shape), self.obs_dtype, copy)
+        return {"heads": checked, "_last_tail": tail}
 
-    def _stored_observations(self) -> Iterator[tuple[str, np.ndarray]]:
-        for slot in range(self.num_in_buffer):
-            yield f"frames of slot {slot}", self.frames[slot]
-        for key, observation in self.heads.items():
+    def _stored_observations(self, checked: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
+        for slot in range(checked["num_in_buffer"]):
+            yield f"frames of slot {slot}", checked["frames"][slot]
+        for key, observation in checked["heads"].items():
             yield f"heads[{key!r}]", observation
-        if self._last_tail is not None:
-            yield "_last_tail", self._last_tail
+        if checked["_last_tail"] is not None:
+            yield "_last_tail", checked["_last_tail"]
+
+    def _apply(self, checked: Mapping[str, Any]) -> None:
+        super()._apply(checked)
+        self.heads = checked["heads"]
+        self._last_tail = checked["_last_tail"]
 
     # ------------------------------------------------------------------ reading
 
@@ -350,64 +313,3 @@ class FrameStackReplayBuffer(SlotReplay):
             ValueError: unless ``slots`` holds one index per environment, each of a stored segment.
         """
         return self._assemble(slots, self._rebuild)
-
-
-#: Either replay memory; both have ``put``, ``sample``, ``get``, ``has_at_least``, ``len`` and ``nbytes``.
-ReplayBuffer = SegmentReplayBuffer | FrameStackReplayBuffer
-
-
-def make_replay_buffer(
-    *,
-    n_stack: int | None,
-    observation_space: spaces.Space,
-    buffer_size: int,
-    n_steps: int,
-    n_envs: int,
-    n_actions: int,
-    seed: int | None = None,
-    state_size: int = 0,
-) -> ReplayBuffer:
-    """The replay memory for ``env``: frames stored once for a channel-first ``uint8`` frame stack (Atari),
-    whole observations otherwise.
-
-    Args:
-        n_stack: number of frames the environment stacks along the first observation axis
-            (:func:`sb3_acer.envs.frame_stack_size`), ``None`` if it stacks none or it is unknown.
-        observation_space: the observation space the model sees (channel-first images).
-        buffer_size: capacity in steps per environment.
-        n_steps: segment length ``T``.
-        n_envs: number of environments.
-        n_actions: number of discrete actions.
-        seed: seed of the sampling generators.
-        state_size: size of a recurrent policy's LSTM state (0: feed-forward).
-    """
-    shape = observation_space.shape or ()
-    if (
-        n_stack is not None
-        and n_stack > 1
-        and isinstance(observation_space, spaces.Box)
-        and observation_space.dtype == np.uint8
-        and len(shape) == 3
-        and shape[0] % n_stack == 0
-        and shape[0] <= min(shape[1:])
-    ):
-        return FrameStackReplayBuffer(
-            buffer_size=buffer_size,
-            n_steps=n_steps,
-            n_envs=n_envs,
-            obs_shape=shape,
-            n_stack=n_stack,
-            n_actions=n_actions,
-            seed=seed,
-            state_size=state_size,
-        )
-    return SegmentReplayBuffer(
-        buffer_size=buffer_size,
-        n_steps=n_steps,
-        n_envs=n_envs,
-        obs_shape=shape,
-        obs_dtype=observation_space.dtype if observation_space.dtype is not None else np.dtype(np.float32),
-        n_actions=n_actions,
-        seed=seed,
-        state_size=state_size,
-    )
