@@ -23,7 +23,14 @@ from stable_baselines3.common.vec_env import VecEnv
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.segment import Segment
 
-__all__ = ["RolloutResult", "StepRecord", "collect_segment"]
+__all__ = [
+    "RolloutResult",
+    "SegmentRecorder",
+    "StepRecord",
+    "behaviour_probs",
+    "collect_segment",
+    "sample_actions",
+]
 
 
 class StepRecord(NamedTuple):
@@ -64,6 +71,108 @@ def sample_actions(probs: th.Tensor) -> th.Tensor:
     return th.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
 
 
+class SegmentRecorder:
+    """The arrays of one segment of ``n_steps`` steps of ``n_envs`` environments, filled step by step.
+
+    Args:
+        n_steps: segment length ``T``.
+        n_envs: number of environments ``E``.
+        n_actions: number of actions ``A``.
+        obs_shape: shape of one observation.
+        obs_dtype: dtype of the observations.
+    """
+
+    def __init__(
+        self, n_steps: int, n_envs: int, n_actions: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype
+    ) -> None:
+        self.n_steps = n_steps
+        self.obs_shape = obs_shape
+        self.obs_dtype = obs_dtype
+        self.observations = np.zeros((n_steps + 1, n_envs, *obs_shape), dtype=obs_dtype)
+        self.actions = np.zeros((n_steps, n_envs), dtype=np.int64)
+        self.rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
+        self.mu_probs = np.zeros((n_steps, n_envs, n_actions), dtype=np.float32)
+        self.terminated = np.zeros((n_steps, n_envs), dtype=bool)
+        self.truncated = np.zeros((n_steps, n_envs), dtype=bool)
+        self.episode_starts = np.zeros((n_steps + 1, n_envs), dtype=bool)
+        self.final_index: list[tuple[int, int]] = []
+        self.final_observations: list[np.ndarray] = []
+
+    def record_action(
+        self, t: int, obs: np.ndarray, starts: np.ndarray, action: th.Tensor, probs: th.Tensor
+    ) -> None:
+        """Record the observation ``x_t``, its episode-start flags, the action taken and ``mu(.|x_t)``."""
+        self.observations[t] = obs
+        self.episode_starts[t] = starts
+        self.actions[t] = action.cpu().numpy()
+        self.mu_probs[t] = probs.cpu().numpy()
+
+    def record_outcome(
+        self,
+        t: int,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+        handle_timeout_termination: bool,
+    ) -> None:
+        """Record the rewards of step ``t`` and how each finished episode ended: a time-limit end (with
+        ``handle_timeout_termination``) as a truncation with its final observation, any other as a
+        termination."""
+        self.rewards[t] = rewards
+        for env_idx in np.flatnonzero(dones):
+            info = infos[env_idx]
+            timed_out = info.get("TimeLimit.truncated", False) and "terminal_observation" in info
+            if handle_timeout_termination and timed_out:
+                self.truncated[t, env_idx] = True
+                self.final_index.append((t, int(env_idx)))
+                self.final_observations.append(np.asarray(info["terminal_observation"], dtype=self.obs_dtype))
+            else:
+                self.terminated[t, env_idx] = True
+
+    def to_segment(
+        self, obs: np.ndarray, starts: np.ndarray, initial_state: tuple[np.ndarray, np.ndarray] | None
+    ) -> Segment:
+        """The segment, with ``obs`` as the bootstrap observation ``x_T``."""
+        self.observations[self.n_steps] = obs
+        self.episode_starts[self.n_steps] = starts
+        final_observations = (
+            np.stack(self.final_observations)
+            if self.final_observations
+            else np.zeros((0, *self.obs_shape), dtype=self.obs_dtype)
+        )
+        return Segment(
+            observations=self.observations,
+            actions=self.actions,
+            rewards=self.rewards,
+            mu_probs=self.mu_probs,
+            terminated=self.terminated,
+            truncated=self.truncated,
+            episode_starts=self.episode_starts,
+            final_index=np.array(self.final_index, dtype=np.int64).reshape(-1, 2),
+            final_observations=final_observations,
+            initial_state=initial_state,
+        )
+
+
+def behaviour_probs(
+    policy: ACERPolicy | RecurrentACERPolicy,
+    obs: np.ndarray,
+    starts: np.ndarray,
+    lstm_state: LSTMState | None,
+) -> tuple[th.Tensor, LSTMState | None]:
+    """``mu(.|x) = pi(.|x)`` of the current observations (``[E, A]``, no gradient), and for a recurrent
+    policy the state after this step (reset where ``starts``)."""
+    with th.no_grad():
+        if isinstance(policy, RecurrentACERPolicy):
+            assert lstm_state is not None
+            return policy.action_probs(
+                th.as_tensor(obs, device=policy.device),
+                lstm_state,
+                th.as_tensor(starts, dtype=th.bool, device=policy.device),
+            )
+        return policy.action_probs(obs_as_tensor(obs, policy.device)), None
+
+
 def collect_segment(
     *,
     env: VecEnv,
@@ -93,16 +202,7 @@ def collect_segment(
         The segment (or ``None`` if stopped) and where to continue from.
     """
     n_envs = env.num_envs
-    obs_buffer = np.zeros((n_steps + 1, n_envs, *last_obs.shape[1:]), dtype=last_obs.dtype)
-    actions = np.zeros((n_steps, n_envs), dtype=np.int64)
-    rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
-    mu_probs = np.zeros((n_steps, n_envs, policy.n_actions), dtype=np.float32)
-    terminated = np.zeros((n_steps, n_envs), dtype=bool)
-    truncated = np.zeros((n_steps, n_envs), dtype=bool)
-    episode_starts = np.zeros((n_steps + 1, n_envs), dtype=bool)
-    final_index: list[tuple[int, int]] = []
-    final_obs: list[np.ndarray] = []
-
+    recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, last_obs.shape[1:], last_obs.dtype)
     policy.set_training_mode(False)
     obs, starts = last_obs, last_episode_starts
     lstm_state: LSTMState | None = None
@@ -111,35 +211,14 @@ def collect_segment(
         lstm_state = last_lstm_state if last_lstm_state is not None else policy.initial_state(n_envs)
         initial_state = (lstm_state[0][0].cpu().numpy().copy(), lstm_state[1][0].cpu().numpy().copy())
     for t in range(n_steps):
+        probs, lstm_state = behaviour_probs(policy, obs, starts, lstm_state)
         with th.no_grad():
-            if isinstance(policy, RecurrentACERPolicy):
-                assert lstm_state is not None
-                probs, lstm_state = policy.action_probs(
-                    th.as_tensor(obs, device=policy.device),
-                    lstm_state,
-                    th.as_tensor(starts, dtype=th.bool, device=policy.device),
-                )
-            else:
-                probs = policy.action_probs(obs_as_tensor(obs, policy.device))
             action = sample_actions(probs)
-        obs_buffer[t] = obs
-        episode_starts[t] = starts
-        actions[t] = action.cpu().numpy()
-        mu_probs[t] = probs.cpu().numpy()
-
-        step_obs, step_rewards, dones, infos = env.step(actions[t])
+        recorder.record_action(t, obs, starts, action, probs)
+        step_obs, step_rewards, dones, infos = env.step(recorder.actions[t])
         new_obs = np.asarray(step_obs)
-        rewards[t] = step_rewards
-        for env_idx in np.flatnonzero(dones):
-            info = infos[env_idx]
-            timed_out = info.get("TimeLimit.truncated", False) and "terminal_observation" in info
-            if handle_timeout_termination and timed_out:
-                truncated[t, env_idx] = True
-                final_index.append((t, int(env_idx)))
-                final_obs.append(np.asarray(info["terminal_observation"], dtype=last_obs.dtype))
-            else:
-                terminated[t, env_idx] = True
-        if not on_step(StepRecord(new_obs, actions[t], step_rewards, dones, infos)):
+        recorder.record_outcome(t, step_rewards, dones, infos, handle_timeout_termination)
+        if not on_step(StepRecord(new_obs, recorder.actions[t], step_rewards, dones, infos)):
             return RolloutResult(
                 segment=None,
                 last_obs=new_obs,
@@ -147,23 +226,9 @@ def collect_segment(
                 last_lstm_state=lstm_state,
             )
         obs, starts = new_obs, dones.astype(bool)
-
-    obs_buffer[n_steps] = obs
-    episode_starts[n_steps] = starts
-    segment = Segment(
-        observations=obs_buffer,
-        actions=actions,
-        rewards=rewards,
-        mu_probs=mu_probs,
-        terminated=terminated,
-        truncated=truncated,
-        episode_starts=episode_starts,
-        final_index=np.array(final_index, dtype=np.int64).reshape(-1, 2),
-        final_observations=(
-            np.stack(final_obs) if final_obs else np.zeros((0, *last_obs.shape[1:]), dtype=last_obs.dtype)
-        ),
-        initial_state=initial_state,
-    )
     return RolloutResult(
-        segment=segment, last_obs=obs, last_episode_starts=starts, last_lstm_state=lstm_state
+        segment=recorder.to_segment(obs, starts, initial_state),
+        last_obs=obs,
+        last_episode_starts=starts,
+        last_lstm_state=lstm_state,
     )

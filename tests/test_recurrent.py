@@ -35,7 +35,7 @@ from sb3_acer import functional as F
 from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
 from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 from sb3_acer.segment import Segment
-from sb3_acer.update import _recurrent_outputs
+from sb3_acer.update import recurrent_outputs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from benchmarks.recurrent_cartpole import NoVelocityObservation
@@ -322,7 +322,7 @@ def behaviour_gap(model: ACER, segment: Segment, zero_state: bool = False) -> fl
         initial = tuple(np.zeros_like(part) for part in segment.initial_state)
         segment = Segment(**{**segment.__dict__, "initial_state": initial})
     with th.no_grad():
-        logits, _, _ = _recurrent_outputs(model.policy, model.policy_avg, segment)
+        logits, _, _ = recurrent_outputs(model.policy, model.policy_avg, segment)
     n_steps, n_envs = segment.n_steps, segment.n_envs
     pi = th.softmax(logits[: n_steps * n_envs], dim=-1).view(n_steps, n_envs, -1)
     weights = F.importance_weights(
@@ -399,7 +399,7 @@ def test_truncation_bootstrap_uses_the_state_reached_in_that_episode() -> None:
     assert isinstance(policy, RecurrentACERPolicy) and isinstance(model.policy_avg, RecurrentACERPolicy)
     assert segment.initial_state is not None
     with th.no_grad():
-        logits, q_values, _ = _recurrent_outputs(policy, model.policy_avg, segment)
+        logits, q_values, _ = recurrent_outputs(policy, model.policy_avg, segment)
         rows = (segment.n_steps + 1) * segment.n_envs
         for row, (t, env) in enumerate(segment.final_index):
             # Step env's own observations through the policy up to t, then look at the final observation.

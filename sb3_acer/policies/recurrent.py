@@ -1,275 +1,45 @@
-"""ACER actor-critic policies: a softmax policy head and a Q-value head over a shared feature extractor.
+"""Recurrent ACER policies: one LSTM between the features and the ``pi`` and ``Q`` heads.
 
-``MlpPolicy`` follows SB2's default: two separate tanh towers of 64-64 units (one for the policy, one for
-``Q``) over flattened observations. ``CnnPolicy`` puts both heads directly on the Nature-CNN features
-(512 units), as SB2 does. Weights use orthogonal initialisation (gain ``sqrt(2)`` for hidden layers,
-0.01 for both heads).
-
-The recurrent policies (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``) put
-one LSTM (``n_lstm = 256`` units; layer-normalised for the ``Ln`` variants) between the features and the
-heads, as SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0. They differ from SB2 in how the
-memory is used: the state is carried across segments, reset only where an episode starts, and stored with
-every segment so that the update starts from it (see :class:`RecurrentACERPolicy`).
+``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy`` and ``CnnLnLstmPolicy`` put one LSTM
+(``n_lstm = 256`` units; layer-normalised for the ``Ln`` variants) between the features and the heads, as
+SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0. They differ from SB2 in how the memory is
+used: the state is carried across segments, reset only where an episode starts, and stored with every
+segment so that the update starts from it (see :class:`RecurrentACERPolicy`).
 """
 
 from __future__ import annotations
 
 import itertools
-from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.torch_layers import (
-    BaseFeaturesExtractor,
-    FlattenExtractor,
-    MlpExtractor,
-    NatureCNN,
-)
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
+from sb3_acer.policies.base import (
+    BaseACERPolicy,
+    PolicyOutput,
+    build_mlp,
+    init_with_defaults,
+    layer_sizes,
+    parse_net_arch,
+    select_actions,
+)
+
 __all__ = [
-    "ACERPolicy",
     "CnnLnLstmPolicy",
     "CnnLstmPolicy",
-    "CnnPolicy",
     "LSTMState",
     "LayerNormLSTM",
     "MlpLnLstmPolicy",
     "MlpLstmPolicy",
-    "MlpPolicy",
-    "PolicyOutput",
     "RecurrentACERPolicy",
     "RecurrentOutput",
-    "parse_net_arch",
     "parse_recurrent_net_arch",
-    "q_only_parameters",
 ]
-
-
-class PolicyOutput(NamedTuple):
-    """What the network computes for a batch of observations.
-
-    Attributes:
-        logits: ``[N, A]`` unnormalised log-probabilities of the policy.
-        q_values: ``[N, A]`` action values ``Q(x, .)``.
-    """
-
-    logits: th.Tensor
-    q_values: th.Tensor
-
-
-def _layer_sizes(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list | tuple) or not all(
-        isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0 for size in value
-    ):
-        raise ValueError(f"net_arch: {where} must be a list of positive layer sizes, got {value!r}")
-    return [int(size) for size in value]
-
-
-def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int]]:
-    """Split an SB2-style ``net_arch`` into (shared layers, policy tower, Q tower).
-
-    ``[64, 64]`` -> shared ``[64, 64]``; ``dict(pi=[64], qf=[64])`` -> separate towers;
-    ``[64, dict(pi=[32], qf=[32])]`` -> both. ``vf`` is accepted as SB2's name for ``qf``.
-
-    Raises:
-        ValueError: for any other form.
-    """
-    if isinstance(net_arch, dict):
-        shared: list[Any] = []
-        towers: dict[str, Any] | None = net_arch
-    elif isinstance(net_arch, list | tuple):
-        if net_arch and isinstance(net_arch[-1], dict):
-            shared, towers = list(net_arch[:-1]), net_arch[-1]
-        else:
-            shared, towers = list(net_arch), None
-    else:
-        raise ValueError(f"net_arch must be a list or a dict, got {net_arch!r}")
-    shared_layers = _layer_sizes(shared, "the shared part")
-    if towers is None:
-        return shared_layers, [], []
-    unknown = set(towers) - {"pi", "qf", "vf"}
-    if unknown or ("qf" in towers and "vf" in towers):
-        raise ValueError(f"net_arch dict keys must be 'pi' and 'qf' (or 'vf'), got {sorted(towers)}")
-    pi_layers = _layer_sizes(towers.get("pi", []), "pi")
-    qf_layers = _layer_sizes(towers.get("qf", towers.get("vf", [])), "qf")
-    return shared_layers, pi_layers, qf_layers
-
-
-class _CachedDevicePolicy(BasePolicy):
-    """``BasePolicy`` whose ``device`` is remembered instead of found by walking ``parameters()`` on every
-    call (ACER asks for it several times per update, thousands of times a second on small networks).
-
-    Moving the module (``to``, ``cuda``, ``cpu``, ... all go through ``_apply``) forgets the cached device.
-    """
-
-    _cached_device: th.device | None = None
-    net_arch: Any
-    activation_fn: type[nn.Module]
-    ortho_init: bool
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        """What both ACER policies are built from (SB3's ``policy.save`` / ``Policy.load`` rebuild them
-        from it): the network's shape and features extractor besides ``BaseModel``'s spaces."""
-        data = super()._get_constructor_parameters()
-        data.update(
-            net_arch=self.net_arch,
-            activation_fn=self.activation_fn,
-            ortho_init=self.ortho_init,
-            features_extractor_class=self.features_extractor_class,
-            features_extractor_kwargs=self.features_extractor_kwargs,
-        )
-        return data
-
-    @property
-    def device(self) -> th.device:
-        if self._cached_device is None:
-            self._cached_device = super().device
-        return self._cached_device
-
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        self._cached_device = None
-        return super()._apply(fn, recurse)
-
-
-def q_only_parameters(policy: ACERPolicy | RecurrentACERPolicy) -> list[nn.Parameter]:
-    """The parameters that only the critic uses: the ``qf`` tower and the ``Q`` head.
-
-    Everything else (features extractor, shared layers, LSTM, ``pi`` tower, policy head) serves the policy,
-    alone or with the critic. ``ACER(q_lr_ratio=...)`` gives these parameters their own step size.
-    """
-    return [*policy.mlp_extractor.value_net.parameters(), *policy.q_net.parameters()]
-
-
-class ACERPolicy(_CachedDevicePolicy):
-    """Feed-forward ACER policy: ``pi(.|x) = softmax(logits(x))`` and ``Q(x, .)``.
-
-    Args:
-        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``).
-        action_space: a ``Discrete`` action space.
-        net_arch: hidden layers after the feature extractor, SB2 style: a list of ints gives layers shared
-            by both heads, ``dict(pi=[...], qf=[...])`` separate towers (``vf`` is accepted for ``qf``, as
-            in SB2), and a list of ints ending with such a dict both, e.g.
-            ``[64, dict(pi=[32], qf=[32])]``. Default ``dict(pi=[64, 64], qf=[64, 64])`` for vector
-            inputs, ``[]`` for images.
-        activation_fn: activation of the hidden layers (default ``nn.Tanh``).
-        ortho_init: orthogonal initialisation of the weights.
-        features_extractor_class: SB3 feature extractor (``FlattenExtractor`` or ``NatureCNN``, ...).
-        features_extractor_kwargs: keyword arguments of the feature extractor.
-        normalize_images: divide image observations by 255.
-    """
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        if not isinstance(action_space, spaces.Discrete):
-            raise ValueError(f"ACER policies need a Discrete action space, got {action_space}")
-        super().__init__(
-            observation_space,
-            action_space,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
-        if net_arch is None:
-            net_arch = (
-                [] if issubclass(features_extractor_class, NatureCNN) else dict(pi=[64, 64], qf=[64, 64])
-            )
-        shared_layers, pi_layers, qf_layers = parse_net_arch(net_arch)
-        self.net_arch = net_arch
-        self.activation_fn = activation_fn
-        self.ortho_init = ortho_init
-        self.n_actions = int(action_space.n)
-
-        self.features_extractor = self.make_features_extractor()
-        self.features_dim = self.features_extractor.features_dim
-        shared: list[nn.Module] = []
-        latent_dim = self.features_dim
-        for size in shared_layers:
-            shared += [nn.Linear(latent_dim, size), activation_fn()]
-            latent_dim = size
-        self.shared_net = nn.Sequential(*shared)
-        self.mlp_extractor = MlpExtractor(
-            latent_dim, net_arch=dict(pi=pi_layers, vf=qf_layers), activation_fn=activation_fn
-        )
-        self.action_net = nn.Linear(self.mlp_extractor.latent_dim_pi, self.n_actions)
-        self.q_net = nn.Linear(self.mlp_extractor.latent_dim_vf, self.n_actions)
-        if ortho_init:
-            gains = {
-                self.features_extractor: np.sqrt(2),
-                self.shared_net: np.sqrt(2),
-                self.mlp_extractor: np.sqrt(2),
-                self.action_net: 0.01,
-                self.q_net: 0.01,
-            }
-            for module, gain in gains.items():
-                module.apply(partial(self.init_weights, gain=gain))
-
-    def forward(self, obs: PyTorchObs) -> PolicyOutput:
-        """Policy logits and action values for a batch of (unprocessed) observations."""
-        features = self.shared_net(self.extract_features(obs, self.features_extractor))
-        latent_pi, latent_q = self.mlp_extractor(features)
-        return PolicyOutput(logits=self.action_net(latent_pi), q_values=self.q_net(latent_q))
-
-    def policy_logits(self, obs: PyTorchObs) -> th.Tensor:
-        """``[N, A]`` policy logits only (the Q tower is not evaluated)."""
-        features = self.shared_net(self.extract_features(obs, self.features_extractor))
-        return self.action_net(self.mlp_extractor.forward_actor(features))
-
-    def action_probs(self, obs: PyTorchObs) -> th.Tensor:
-        """``[N, A]`` action probabilities ``pi(.|x)``."""
-        return th.softmax(self.policy_logits(obs), dim=-1)
-
-    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
-        logits = self.forward(observation).logits
-        if deterministic:
-            return logits.argmax(dim=-1)
-        return th.distributions.Categorical(logits=logits).sample()
-
-
-class MlpPolicy(ACERPolicy):
-    """ACER policy over flattened observations (two 64-64 tanh towers, as SB2's ``MlpPolicy``)."""
-
-
-class CnnPolicy(ACERPolicy):
-    """ACER policy over images: Nature-CNN features (512) shared by the policy and Q heads."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            net_arch=net_arch,
-            activation_fn=activation_fn,
-            ortho_init=ortho_init,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
-
-
-# ---------------------------------------------------------------------------------------------- recurrent
 
 #: Recurrent state ``(h, c)``, each ``[1, B, n_lstm]`` (one LSTM layer; SB3-contrib's layout).
 LSTMState = tuple[th.Tensor, th.Tensor]
@@ -310,17 +80,9 @@ def parse_recurrent_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[
     if n_lstm_entries != 1:
         raise ValueError(f"net_arch of a recurrent policy must contain 'lstm' exactly once, got {net_arch!r}")
     split = next(index for index, item in enumerate(items) if isinstance(item, str) and item == "lstm")
-    before = _layer_sizes(items[:split], "the part before 'lstm'")
+    before = layer_sizes(items[:split], "the part before 'lstm'")
     shared, pi_layers, qf_layers = parse_net_arch(items[split + 1 :])
     return before, shared, pi_layers, qf_layers
-
-
-def _mlp(in_dim: int, sizes: list[int], activation_fn: type[nn.Module]) -> tuple[nn.Sequential, int]:
-    layers: list[nn.Module] = []
-    for size in sizes:
-        layers += [nn.Linear(in_dim, size), activation_fn()]
-        in_dim = size
-    return nn.Sequential(*layers), in_dim
 
 
 class LayerNormLSTM(nn.Module):
@@ -363,7 +125,7 @@ class LayerNormLSTM(nn.Module):
         return th.stack(outputs), (h.unsqueeze(0), c.unsqueeze(0))
 
 
-class RecurrentACERPolicy(_CachedDevicePolicy):
+class RecurrentACERPolicy(BaseACERPolicy):
     """Recurrent ACER policy: features -> layers -> LSTM -> layers -> ``pi`` and ``Q`` heads.
 
     The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every
@@ -408,50 +170,42 @@ class RecurrentACERPolicy(_CachedDevicePolicy):
         features_extractor_kwargs: dict[str, Any] | None = None,
         normalize_images: bool = True,
     ) -> None:
-        if not isinstance(action_space, spaces.Discrete):
-            raise ValueError(f"ACER policies need a Discrete action space, got {action_space}")
-        if not isinstance(n_lstm, int | np.integer) or isinstance(n_lstm, bool) or n_lstm <= 0:
-            raise ValueError(f"n_lstm must be a positive integer, got {n_lstm!r}")
         super().__init__(
             observation_space,
             action_space,
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
             features_extractor_class=features_extractor_class,
             features_extractor_kwargs=features_extractor_kwargs,
             normalize_images=normalize_images,
         )
+        if not isinstance(n_lstm, int | np.integer) or isinstance(n_lstm, bool) or n_lstm <= 0:
+            raise ValueError(f"n_lstm must be a positive integer, got {n_lstm!r}")
         if net_arch is None:
             net_arch = ["lstm"] if issubclass(features_extractor_class, NatureCNN) else [64, 64, "lstm"]
         before, after, pi_layers, qf_layers = parse_recurrent_net_arch(net_arch)
         self.net_arch = net_arch
         self.n_lstm = int(n_lstm)
         self.layer_norm = bool(layer_norm)
-        self.activation_fn = activation_fn
-        self.ortho_init = ortho_init
-        self.n_actions = int(action_space.n)
 
-        self.features_extractor = self.make_features_extractor()
-        self.features_dim = self.features_extractor.features_dim
-        self.pre_lstm, lstm_input = _mlp(self.features_dim, before, activation_fn)
+        self.build_features_extractor()
+        self.pre_lstm, lstm_input = build_mlp(self.features_dim, before, activation_fn)
         self.lstm: nn.Module = (
             LayerNormLSTM(lstm_input, self.n_lstm) if self.layer_norm else nn.LSTM(lstm_input, self.n_lstm)
         )
-        self.post_lstm, latent_dim = _mlp(self.n_lstm, after, activation_fn)
-        self.mlp_extractor = MlpExtractor(
-            latent_dim, net_arch=dict(pi=pi_layers, vf=qf_layers), activation_fn=activation_fn
-        )
-        self.action_net = nn.Linear(self.mlp_extractor.latent_dim_pi, self.n_actions)
-        self.q_net = nn.Linear(self.mlp_extractor.latent_dim_vf, self.n_actions)
+        self.post_lstm, latent_dim = build_mlp(self.n_lstm, after, activation_fn)
+        self.build_heads(latent_dim, pi_layers, qf_layers)
         if ortho_init:
-            gains = {
-                self.features_extractor: np.sqrt(2),
-                self.pre_lstm: np.sqrt(2),
-                self.post_lstm: np.sqrt(2),
-                self.mlp_extractor: np.sqrt(2),
-                self.action_net: 1.0,
-                self.q_net: 1.0,
-            }
-            for module, gain in gains.items():
-                module.apply(partial(self.init_weights, gain=gain))
+            self.init_weights_with_gains(
+                {
+                    self.features_extractor: np.sqrt(2),
+                    self.pre_lstm: np.sqrt(2),
+                    self.post_lstm: np.sqrt(2),
+                    self.mlp_extractor: np.sqrt(2),
+                    self.action_net: 1.0,
+                    self.q_net: 1.0,
+                }
+            )
             for name, parameter in self.lstm.named_parameters():
                 if name.startswith("weight"):
                     nn.init.orthogonal_(parameter, gain=1.0)
@@ -586,9 +340,7 @@ class RecurrentACERPolicy(_CachedDevicePolicy):
         output, _ = self.step(
             observation, self.initial_state(n), th.ones(n, dtype=th.bool, device=self.device)
         )
-        if deterministic:
-            return output.logits.argmax(dim=-1)
-        return th.distributions.Categorical(logits=output.logits).sample()
+        return select_actions(output.logits, deterministic)
 
     def prepare_inputs(
         self,
@@ -664,10 +416,7 @@ class RecurrentACERPolicy(_CachedDevicePolicy):
         obs_tensor, vectorized, lstm_state, starts = self.prepare_inputs(observation, state, episode_start)
         with th.no_grad():
             output, (h, c) = self.step(obs_tensor, lstm_state, starts)
-            if deterministic:
-                actions = output.logits.argmax(dim=-1)
-            else:
-                actions = th.distributions.Categorical(logits=output.logits).sample()
+            actions = select_actions(output.logits, deterministic)
         actions_np = actions.cpu().numpy()
         if not vectorized:
             actions_np = actions_np.squeeze(axis=0)
@@ -681,88 +430,23 @@ class MlpLstmPolicy(RecurrentACERPolicy):
 class MlpLnLstmPolicy(RecurrentACERPolicy):
     """SB2's ``MlpLnLstmPolicy``: as :class:`MlpLstmPolicy` with the layer-normalised LSTM."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        n_lstm: int = 256,
-        layer_norm: bool = True,
-        net_arch: list[Any] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            n_lstm=n_lstm,
-            layer_norm=layer_norm,
-            net_arch=net_arch,
-            activation_fn=activation_fn,
-            ortho_init=ortho_init,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
+    __init__ = init_with_defaults(RecurrentACERPolicy.__init__, layer_norm=True)
 
 
 class CnnLstmPolicy(RecurrentACERPolicy):
-    """SB2's ``CnnLstmPolicy``: Nature-CNN features (512) -> LSTM(256) -> ``pi`` and ``Q`` heads."""
+    """SB2's ``CnnLstmPolicy``: Nature-CNN features (512) -> LSTM(256) -> ``pi`` and ``Q`` heads (ReLU)."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        n_lstm: int = 256,
-        layer_norm: bool = False,
-        net_arch: list[Any] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            n_lstm=n_lstm,
-            layer_norm=layer_norm,
-            net_arch=net_arch,
-            activation_fn=activation_fn,
-            ortho_init=ortho_init,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
+    __init__ = init_with_defaults(
+        RecurrentACERPolicy.__init__, activation_fn=nn.ReLU, features_extractor_class=NatureCNN
+    )
 
 
 class CnnLnLstmPolicy(CnnLstmPolicy):
     """SB2's ``CnnLnLstmPolicy``: as :class:`CnnLstmPolicy` with the layer-normalised LSTM."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        n_lstm: int = 256,
-        layer_norm: bool = True,
-        net_arch: list[Any] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            n_lstm=n_lstm,
-            layer_norm=layer_norm,
-            net_arch=net_arch,
-            activation_fn=activation_fn,
-            ortho_init=ortho_init,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
+    __init__ = init_with_defaults(
+        RecurrentACERPolicy.__init__,
+        layer_norm=True,
+        activation_fn=nn.ReLU,
+        features_extractor_class=NatureCNN,
+    )

@@ -1,0 +1,43 @@
+"""ACER actor-critic policies: a softmax policy head and a Q-value head over a shared feature extractor.
+
+- :mod:`sb3_acer.policies.base`: what all of them share (the ``net_arch`` parser, the heads and their
+  initialisation, :func:`q_only_parameters`);
+- :mod:`sb3_acer.policies.feed_forward`: :class:`ACERPolicy`, ``MlpPolicy`` and ``CnnPolicy``;
+- :mod:`sb3_acer.policies.recurrent`: :class:`RecurrentACERPolicy` and the LSTM policies
+  (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``).
+
+Model files name the policy classes by their path in this package (``sb3_acer.policies:MlpPolicy``).
+"""
+
+from sb3_acer.policies.base import BaseACERPolicy, PolicyOutput, parse_net_arch, q_only_parameters
+from sb3_acer.policies.feed_forward import ACERPolicy, CnnPolicy, MlpPolicy
+from sb3_acer.policies.recurrent import (
+    CnnLnLstmPolicy,
+    CnnLstmPolicy,
+    LayerNormLSTM,
+    LSTMState,
+    MlpLnLstmPolicy,
+    MlpLstmPolicy,
+    RecurrentACERPolicy,
+    RecurrentOutput,
+    parse_recurrent_net_arch,
+)
+
+__all__ = [
+    "ACERPolicy",
+    "BaseACERPolicy",
+    "CnnLnLstmPolicy",
+    "CnnLstmPolicy",
+    "CnnPolicy",
+    "LSTMState",
+    "LayerNormLSTM",
+    "MlpLnLstmPolicy",
+    "MlpLstmPolicy",
+    "MlpPolicy",
+    "PolicyOutput",
+    "RecurrentACERPolicy",
+    "RecurrentOutput",
+    "parse_net_arch",
+    "parse_recurrent_net_arch",
+    "q_only_parameters",
+]
