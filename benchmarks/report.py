@@ -120,6 +120,25 @@ def lunarlander() -> str:
     return table(PRESET_HEADER, preset_rows(load("presets_lunarlander.json")["results"]), "lrrrrrr")
 
 
+def headline() -> str:
+    """The README's table: every preset beside the two anchors."""
+    rows = []
+    for name in ("presets_classic_control.json", "presets_lunarlander.json"):
+        for env_id, runs in by_env(load(name)["results"]).items():
+            score = pm(column(runs, "eval_stochastic_mean"))
+            rows.append(
+                [
+                    env_id,
+                    steps(runs[0]["n_timesteps"]),
+                    f"**{score}** ({len(runs)} seeds)",
+                    zoo_score(env_id),
+                    sb2_own(env_id),
+                ]
+            )
+    header = ["env", "steps", "sb3-acer preset", "SB2 zoo's agent", "SB2's own ACER, zoo settings"]
+    return table(header, rows, "lrrrr")
+
+
 def lunarlander_sentence() -> str:
     runs = load("presets_lunarlander.json")["results"]
     sb2 = load(SB2_FILES["LunarLander-v3"])["results"]
@@ -275,6 +294,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "classic-control": classic_control,
     "lunarlander": lunarlander,
     "lunarlander-sentence": lunarlander_sentence,
+    "headline": headline,
     "against-a2c-ppo": against_a2c_ppo,
     "recurrent": recurrent,
     "atari-anchors": atari_anchors,
