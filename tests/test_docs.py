@@ -350,3 +350,11 @@ def test_code_references_resolve(path: pathlib.Path) -> None:
         f"{file}: no such file" for file in sorted(set(PATH.findall(text))) if not (ROOT / file).exists()
     ]
     assert not stale, f"{path.relative_to(ROOT)} names code that does not exist:\n" + "\n".join(stale)
+
+
+def test_readme_links_exist() -> None:
+    """The README is read on GitHub, outside the site build that checks the pages' links."""
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [target for target in targets if "://" not in target]
+    assert "docs/results.md" in local
+    assert [target for target in local if not (ROOT / target).exists()] == []
