@@ -119,7 +119,7 @@ def test_block_runs(block: Block, tmp_path: pathlib.Path) -> None:
 # Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer` and run_atari examples
 # run in-process, in order, in a temporary folder that also holds `benchmarks/` (linked) and an empty `docs/`,
 # with their training budgets cut (CUTS); with `--device cuda` on a machine without CUDA they are only
-# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/benchmarks.md's),
+# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/results.md's),
 # so they are parsed with each script's own `build_parser()`, and the presets' `--set` keys and `--envs` are
 # checked against the settings that exist. `make` targets and the `pip install` extras (of pyproject.toml)
 # must exist, and the torch pin must be the Makefile's. A command of no known kind fails the test.
@@ -129,7 +129,7 @@ CUTS = {
     "train": ["--timesteps", "400"],
     "run_atari": ["--num-timesteps", "80", "--n-envs", "2", "--buffer-size", "40", "--replay-start", "20"],
 }
-#: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/benchmarks.md).
+#: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/results.md).
 NOT_RUN = [["python3.7", "-m", "venv", "sb2"], ["sb2/bin/pip", "install"]]
 
 
