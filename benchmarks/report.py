@@ -149,7 +149,7 @@ def lunarlander_sentence() -> str:
     )
 
 
-def median_or_never(values: list[float | None]) -> str:
+def median_or_never(values: Sequence[float | None]) -> str:
     """The median, an unsolved seed (``None``) counting as never reaching the threshold."""
     ordered = sorted(values, key=lambda v: float("inf") if v is None else v)
     middle = ordered[len(ordered) // 2]
