@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import pathlib
 import re
@@ -156,6 +157,15 @@ def median_or_never(values: Sequence[float | None]) -> str:
     return "never" if middle is None else f"{middle:,.0f}"
 
 
+def thresholds() -> dict[str, float]:
+    """``THRESHOLDS`` of ``benchmarks/classic_control.py``, read without importing it (it needs torch)."""
+    tree = ast.parse((ROOT / "benchmarks" / "classic_control.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "THRESHOLDS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError("benchmarks/classic_control.py defines no THRESHOLDS")
+
+
 def against_a2c_ppo() -> str:
     rows = []
     for name in ("classic_control_cartpole.json", "classic_control_acrobot.json"):
@@ -166,6 +176,7 @@ def against_a2c_ppo() -> str:
                 rows.append(
                     [
                         env_id,
+                        f"{thresholds()[env_id]:g}",
                         "**ACER**" if algo == "ACER" else algo,
                         f"{sum(v is not None for v in reached)}/{len(mine)}",
                         median_or_never(reached),
@@ -173,8 +184,8 @@ def against_a2c_ppo() -> str:
                         pm(column(mine, "final_eval_mean")),
                     ]
                 )
-    header = ["env", "algorithm", "seeds solved", "median steps to threshold", "budget", "final eval"]
-    return table(header, rows, "llrrrr")
+    header = ["env", "threshold", "algorithm", "seeds solved", "median steps to it", "budget", "final eval"]
+    return table(header, rows, "lrlrrrr")
 
 
 def recurrent() -> str:
