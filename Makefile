@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 TORCH_VERSION := 2.13.0
 STAMP := $(VENV)/.sb3-acer-installed
 
-.PHONY: install run test lint typecheck unit slow bench clean
+.PHONY: install run test lint typecheck unit docs docs-build slow bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,16 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q
 
-test: lint typecheck unit
+# The documentation site (MkDocs, docs/ and mkdocs.yml): `make docs` serves it with live reload, and
+# `make test` builds it with --strict, so a broken link or API reference fails the build. Offline: no plugin
+# fetches anything at build time.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+test: lint typecheck unit docs-build
 
 slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
@@ -41,4 +50,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/classic_control.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build dist site *.egg-info .mypy_cache .ruff_cache .pytest_cache

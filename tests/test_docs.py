@@ -1,4 +1,4 @@
-"""Every ```python block of README.md and docs/*.md runs, each as its own test; every command of their
+"""Every ```python block of README.md and docs/**/*.md runs, each as its own test; every command of their
 other blocks (```bash) runs or is checked (see "shell blocks" below).
 
 Each block runs as a script (``python block.py``) in an empty temporary folder, so files it writes stay
@@ -24,7 +24,7 @@ from importlib import metadata
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP_MARKER = "# doctest: skip-run"
 #: A fenced block: optional indentation (blocks inside lists), ``` and the info string, the body, ```.
 FENCE = re.compile(
@@ -119,17 +119,17 @@ def test_block_runs(block: Block, tmp_path: pathlib.Path) -> None:
 # Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer` and run_atari examples
 # run in-process, in order, in a temporary folder that also holds `benchmarks/` (linked) and an empty `docs/`,
 # with their training budgets cut (CUTS); with `--device cuda` on a machine without CUDA they are only
-# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/benchmarks.md's),
+# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/results.md's),
 # so they are parsed with each script's own `build_parser()`, and the presets' `--set` keys and `--envs` are
-# checked against the settings that exist. `make` targets and the `pip install` extras must exist, and the
-# torch pin must be the Makefile's. A command of no known kind fails the test.
+# checked against the settings that exist. `make` targets and the `pip install` extras (of pyproject.toml)
+# must exist, and the torch pin must be the Makefile's. A command of no known kind fails the test.
 
 #: Appended to a command before it runs: the budget cuts (the last occurrence of an option wins).
 CUTS = {
     "train": ["--timesteps", "400"],
     "run_atari": ["--num-timesteps", "80", "--n-envs", "2", "--buffer-size", "40", "--replay-start", "20"],
 }
-#: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/benchmarks.md).
+#: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/results.md).
 NOT_RUN = [["python3.7", "-m", "venv", "sb2"], ["sb2/bin/pip", "install"]]
 
 
@@ -155,9 +155,19 @@ def _makefile() -> str:
     return (ROOT / "Makefile").read_text()
 
 
+def _extras() -> list[str]:
+    """The optional-dependency groups of this tree's pyproject.toml (the installed metadata may be older)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        return metadata.metadata("sb3-acer").get_all("Provides-Extra") or []
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return list(tomllib.load(file)["project"]["optional-dependencies"])
+
+
 def _check_pip(args: list[str]) -> None:
     assert args[0] == "install", args
-    extras = metadata.metadata("sb3-acer").get_all("Provides-Extra") or []
+    extras = _extras()
     torch_pin = re.search(r"^TORCH_VERSION := (\S+)$", _makefile(), re.M)
     assert torch_pin, "the Makefile pins no TORCH_VERSION"
     for arg in args[1:]:
@@ -245,7 +255,7 @@ def test_shell_commands_are_found() -> None:
     readme = [shlex.join(argv) for _, argv in shell_commands(ROOT / "README.md")]
     assert "make run" in readme and "make test" in readme
     assert any(command.startswith("sb3-acer plot ") for command in readme)
-    assert any(argv[:1] == ["nice"] for _, argv in shell_commands(ROOT / "docs" / "benchmarks.md"))
+    assert any(argv[:1] == ["nice"] for _, argv in shell_commands(ROOT / "docs" / "results.md"))
 
 
 def test_shell_command_parsing(tmp_path: pathlib.Path) -> None:
@@ -293,3 +303,58 @@ def test_shell_commands_run_or_parse(
             check_command(argv, capsys)
         except (AssertionError, SystemExit, subprocess.CalledProcessError) as error:
             pytest.fail(f"{path.relative_to(ROOT)}:{line}: {shlex.join(argv)}: {error!r}")
+
+
+# ------------------------------------------------------------------------------------- references to code
+#: A dotted name in the sb3_acer package (``sb3_acer.functional.retrace_targets``), and a file path in it.
+DOTTED = re.compile(r"\bsb3_acer(?:\.[A-Za-z_]\w*)+")
+PATH = re.compile(r"\bsb3_acer/[\w/]+\.\w+")
+
+
+def resolve(dotted: str) -> object:
+    """The object ``dotted`` names: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[split:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def test_resolve() -> None:
+    from sb3_acer import functional
+
+    assert resolve("sb3_acer.functional.retrace_targets") is functional.retrace_targets
+    with pytest.raises(AttributeError):
+        resolve("sb3_acer.functional.no_such_function")
+    with pytest.raises(AttributeError):
+        resolve("sb3_acer.no_such_module")
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=[str(p.relative_to(ROOT)) for p in DOCUMENTS])
+def test_code_references_resolve(path: pathlib.Path) -> None:
+    """Every ``sb3_acer.x.y`` named in the docs imports, and every ``sb3_acer/...`` file exists, so a
+    moved or renamed module cannot leave a stale reference behind."""
+    text = path.read_text()
+    stale = []
+    for dotted in sorted(set(DOTTED.findall(text))):
+        try:
+            resolve(dotted)
+        except (ImportError, AttributeError) as error:
+            stale.append(f"{dotted}: {error!r}")
+    stale += [
+        f"{file}: no such file" for file in sorted(set(PATH.findall(text))) if not (ROOT / file).exists()
+    ]
+    assert not stale, f"{path.relative_to(ROOT)} names code that does not exist:\n" + "\n".join(stale)
+
+
+def test_readme_links_exist() -> None:
+    """The README is read on GitHub, outside the site build that checks the pages' links."""
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [target for target in targets if "://" not in target]
+    assert "docs/results.md" in local
+    assert [target for target in local if not (ROOT / target).exists()] == []

@@ -1,0 +1,388 @@
+"""Write the results tables of the docs from the records in ``benchmarks/results/*.json``.
+
+Each table sits in a Markdown page between ``<!-- table: NAME -->`` and ``<!-- /table -->``; this script
+replaces what is between the two markers with the table ``TABLES[NAME]`` builds from the JSON records, so
+no number on a results table is typed by hand. ``tests/test_results_pages.py`` checks that every page
+equals what this script writes.
+
+Usage::
+
+    python benchmarks/report.py            # rewrite the tables in README.md and docs/**/*.md
+    python benchmarks/report.py --check    # exit 1 if a page differs from what would be written
+    python benchmarks/report.py --plots    # also draw docs/images/lunarlander.png (needs matplotlib)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import pathlib
+import re
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+#: ``<!-- table: NAME -->``, the generated text, ``<!-- /table -->``.
+MARKED = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
+CLASSIC = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+SB2_FILES = {
+    "CartPole-v1": "sb2_reference_cartpole.json",
+    "Acrobot-v1": "sb2_reference_acrobot.json",
+    "MountainCar-v0": "sb2_reference_mountaincar.json",
+    "LunarLander-v3": "sb2_reference_lunarlander.json",
+}
+#: The SB2 zoo's env id for ours (its LunarLander was v2).
+ZOO_ID = {"LunarLander-v3": "LunarLander-v2"}
+
+
+def load(name: str) -> Any:
+    """One record of ``benchmarks/results``."""
+    return json.loads((RESULTS / name).read_text())
+
+
+def pm(values: Sequence[float], digits: int = 1) -> str:
+    """``mean ± std`` over seeds (the population std, as every record was summarised)."""
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
+
+
+def steps(n: float) -> str:
+    """A step count as ``40k`` or ``1M``."""
+    return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A Markdown table; ``align`` holds one ``l`` or ``r`` per column (left by default)."""
+    align = align or "l" * len(header)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
+    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
+
+
+def by_env(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        grouped.setdefault(record["env_id"], []).append(record)
+    return grouped
+
+
+def column(records: list[dict[str, Any]], key: str) -> list[float]:
+    return [record[key] for record in records]
+
+
+def zoo_score(env_id: str) -> str:
+    mean, std = load("anchors.json")["sb2_zoo_acer"]["scores"][ZOO_ID.get(env_id, env_id)]
+    if mean is None:
+        return "—"
+    return f"{mean:g}" if std is None else f"{mean:g} ± {std:g}"
+
+
+def sb2_own(env_id: str) -> str:
+    runs = load(SB2_FILES[env_id])["results"]
+    return f"{pm(column(runs, 'eval_stochastic_mean'))} ({len(runs)} seeds)"
+
+
+def preset_rows(records: list[dict[str, Any]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for env_id, runs in by_env(records).items():
+        rows.append(
+            [
+                env_id,
+                steps(runs[0]["n_timesteps"]),
+                len(runs),
+                f"**{pm(column(runs, 'eval_stochastic_mean'))}**",
+                pm(column(runs, "eval_deterministic_mean")),
+                zoo_score(env_id),
+                sb2_own(env_id),
+            ]
+        )
+    return rows
+
+
+PRESET_HEADER = [
+    "env",
+    "steps",
+    "seeds",
+    "sb3-acer, sampled actions",
+    "sb3-acer, greedy",
+    "SB2 zoo's agent",
+    "SB2's own ACER, zoo settings",
+]
+
+
+def classic_control() -> str:
+    return table(PRESET_HEADER, preset_rows(load("presets_classic_control.json")["results"]), "lrrrrrr")
+
+
+def lunarlander() -> str:
+    return table(PRESET_HEADER, preset_rows(load("presets_lunarlander.json")["results"]), "lrrrrrr")
+
+
+def headline() -> str:
+    """The README's table: every preset beside the two anchors."""
+    rows = []
+    for name in ("presets_classic_control.json", "presets_lunarlander.json"):
+        for env_id, runs in by_env(load(name)["results"]).items():
+            score = pm(column(runs, "eval_stochastic_mean"))
+            rows.append(
+                [
+                    env_id,
+                    steps(runs[0]["n_timesteps"]),
+                    f"**{score}** ({len(runs)} seeds)",
+                    zoo_score(env_id),
+                    sb2_own(env_id),
+                ]
+            )
+    header = ["env", "steps", "sb3-acer preset", "SB2 zoo's agent", "SB2's own ACER, zoo settings"]
+    return table(header, rows, "lrrrr")
+
+
+def lunarlander_sentence() -> str:
+    runs = load("presets_lunarlander.json")["results"]
+    sb2 = load(SB2_FILES["LunarLander-v3"])["results"]
+    return (
+        f"The preset scores {pm(column(runs, 'eval_stochastic_mean'))} over {len(runs)} seeds, below the "
+        f"SB2 zoo's one trained agent at {zoo_score('LunarLander-v3')}; SB2's own ACER with the zoo's "
+        f"settings scores {pm(column(sb2, 'eval_stochastic_mean'))} over {len(sb2)} seeds.\n"
+    )
+
+
+def median_or_never(values: Sequence[float | None]) -> str:
+    """The median, an unsolved seed (``None``) counting as never reaching the threshold."""
+    ordered = sorted(values, key=lambda v: float("inf") if v is None else v)
+    middle = ordered[len(ordered) // 2]
+    return "never" if middle is None else f"{middle:,.0f}"
+
+
+def thresholds() -> dict[str, float]:
+    """``THRESHOLDS`` of ``benchmarks/classic_control.py``, read without importing it (it needs torch)."""
+    tree = ast.parse((ROOT / "benchmarks" / "classic_control.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "THRESHOLDS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError("benchmarks/classic_control.py defines no THRESHOLDS")
+
+
+def against_a2c_ppo() -> str:
+    rows = []
+    for name in ("classic_control_cartpole.json", "classic_control_acrobot.json"):
+        for env_id, runs in by_env(load(name)["results"]).items():
+            for algo in ("ACER", "PPO", "A2C"):
+                mine = [run for run in runs if run["algo"] == algo]
+                reached = column(mine, "steps_to_threshold")
+                rows.append(
+                    [
+                        env_id,
+                        f"{thresholds()[env_id]:g}",
+                        "**ACER**" if algo == "ACER" else algo,
+                        f"{sum(v is not None for v in reached)}/{len(mine)}",
+                        median_or_never(reached),
+                        steps(mine[0]["n_timesteps"]),
+                        pm(column(mine, "final_eval_mean")),
+                    ]
+                )
+    header = ["env", "threshold", "algorithm", "seeds solved", "median steps to it", "budget", "final eval"]
+    return table(header, rows, "lrlrrrr")
+
+
+def recurrent() -> str:
+    rows = []
+    for name in ("recurrent_cartpole.json", "recurrent_cartpole_control.json"):
+        records = load(name)["results"]
+        for policy in dict.fromkeys(column(records, "policy")):
+            runs = [run for run in records if run["policy"] == policy]
+            observed = "x, x_dot, theta, theta_dot" if runs[0]["velocities"] else "x, theta"
+            rows.append([observed, policy, len(runs), pm(column(runs, "final_eval_mean"))])
+    return table(["observation", "policy", "seeds", "final eval"], rows, "llrr")
+
+
+def atari_anchors() -> str:
+    anchors = load("anchors.json")
+    rows = []
+    for env_id, paper in anchors["ppo_paper_acer"]["scores"].items():
+        baselines = anchors["baselines_bench_acer"]["scores"][env_id]
+        rows.append(
+            [
+                env_id.removesuffix("NoFrameskip-v4"),
+                f"{paper:g}",
+                zoo_score(env_id),
+                "—" if baselines is None else f"{baselines:g}",
+            ]
+        )
+    header = ["game", "PPO paper, ACER (40M frames)", "SB2 zoo ACER", "openai/baselines ACER"]
+    return table(header, rows, "lrrr")
+
+
+def pong() -> str:
+    record = load("pong_h200.json")
+    rows = [
+        [
+            " to ".join(steps(int(end)) if int(end) else "0" for end in row["steps"].split("-")),
+            row["games"],
+            f"{row['mean_score']:g}",
+            f"{row['best_score']:g}",
+        ]
+        for row in record["training_scores_per_100k_steps"]
+    ]
+    evaluations = record["evaluations"]
+    rows += [
+        [f"evaluation at {steps(step)}", len(scores), f"{mean:g}", f"{max(scores):g}"]
+        for step, scores, mean in zip(
+            evaluations["timesteps"], evaluations["scores"], evaluations["mean"], strict=True
+        )
+    ]
+    return table(["agent steps", "games", "mean score", "best"], rows, "lrrr")
+
+
+def throughput() -> str:
+    rows = []
+    for name, where in (
+        ("atari_throughput_h200.json", "H200 GPU"),
+        ("atari_throughput_cpu.json", "2-core CPU"),
+    ):
+        record = load(name)
+        game = record["env"].removesuffix("NoFrameskip-v4")
+        for sampler in ("ale-vector", "wrappers"):
+            run = record["training"][sampler]
+            rows.append(
+                [f"{game}, {where}", sampler, f"{run['steps_per_s']:,.0f}", f"{run['frames_per_s']:,.0f}"]
+            )
+    return table(["game, machine", "sampler", "agent steps/s", "frames/s"], rows, "llrr")
+
+
+def against_sb2_speed() -> str:
+    rows = []
+    pairs = (
+        ("CartPole-v1, zoo settings", "sb2_speed_cartpole_sb2.json", "sb2_speed_cartpole_sb3acer.json"),
+        ("LunarLander, zoo settings", "sb2_speed_lunarlander_sb2.json", "sb2_speed_lunarlander_sb3acer.json"),
+        ("Pong, run_atari settings", "sb2_atari_speed_sb2.json", "sb2_atari_speed_sb3acer_ale_vector.json"),
+    )
+    for what, sb2_name, ours_name in pairs:
+        sb2, ours = load(sb2_name), load(ours_name)
+        sb2_rate = statistics.fmean(column(sb2["results"], "steps_per_second")) if "results" in sb2 else None
+        ours_rate = (
+            statistics.fmean(column(ours["results"], "steps_per_second")) if "results" in ours else None
+        )
+        sb2_rate = sb2_rate or sb2["steps_per_second"]
+        ours_rate = ours_rate or ours["steps_per_second"]
+        rows.append([what, f"{sb2_rate:,.0f}", f"{ours_rate:,.0f}", f"**{ours_rate / sb2_rate:.2f}**"])
+    return table(["env steps/s, same CPU", "SB2 2.10.2", "sb3-acer", "sb3-acer / SB2"], rows, "lrrr")
+
+
+def replay_memory() -> str:
+    rows = []
+    for name, library in (
+        ("sb2_atari_memory_sb2.json", "SB2 2.10.2"),
+        ("sb2_atari_memory_sb3acer.json", "sb3-acer"),
+    ):
+        record = load(name)
+        growth = record["resident_mb_after_learn"] - record["resident_mb_before_learn"]
+        rows.append([library, f"{record['timesteps']:,}", f"**{growth:,.0f}**"])
+    return table(["Pong, replay memory full", "agent steps", "process growth, MiB"], rows, "lrr")
+
+
+def soak() -> str:
+    record = load("soak.json")
+    summary = record["summary"]
+    rows = [
+        [
+            f"{record['timesteps']:,}",
+            f"{record['updates']:,}",
+            f"{summary['rss_at_full_mb']:g}",
+            f"{summary['rss_end_mb']:g}",
+            f"**{summary['growth_after_full_mb']:g}**",
+            record["skipped_updates"],
+        ]
+    ]
+    header = ["CartPole steps", "updates", "RSS when full, MB", "RSS at end, MB", "growth, MB", "skipped"]
+    return table(header, rows, "rrrrrr")
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "classic-control": classic_control,
+    "lunarlander": lunarlander,
+    "lunarlander-sentence": lunarlander_sentence,
+    "headline": headline,
+    "against-a2c-ppo": against_a2c_ppo,
+    "recurrent": recurrent,
+    "atari-anchors": atari_anchors,
+    "pong": pong,
+    "throughput": throughput,
+    "against-sb2-speed": against_sb2_speed,
+    "replay-memory": replay_memory,
+    "soak": soak,
+}
+
+
+def pages() -> list[pathlib.Path]:
+    """The Markdown files that may hold tables."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def render(text: str) -> str:
+    """``text`` with every marked table rewritten from the records; an unknown name raises KeyError."""
+    return MARKED.sub(lambda m: m[1] + TABLES[m["name"]]() + m[4], text)
+
+
+def plot_lunarlander(out: pathlib.Path) -> None:
+    """The learning curves (mean ± std over seeds) of the preset and of SB2's own ACER."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, label in (
+        ("presets_lunarlander.json", "sb3-acer preset (v3)"),
+        (SB2_FILES["LunarLander-v3"], "SB2's ACER, zoo settings (v2)"),
+    ):
+        runs = load(name)["results"]
+        x = np.array([step for step, _ in runs[0]["learning_curve"]])
+        y = np.array([[ret for _, ret in run["learning_curve"]] for run in runs])
+        ax.plot(x, y.mean(0), label=f"{label}, {len(runs)} seeds")
+        ax.fill_between(x, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
+    zoo = load("anchors.json")["sb2_zoo_acer"]["scores"]["LunarLander-v2"][0]
+    ax.axhline(zoo, ls="--", c="gray", label="SB2 zoo's one agent (v2)")
+    ax.set(xlabel="environment steps", ylabel="training return (mean of each tenth)", title="LunarLander")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is stale")
+    parser.add_argument("--plots", action="store_true", help="also draw docs/images/lunarlander.png")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    stale = []
+    for page in pages():
+        text = page.read_text()
+        new = render(text)
+        if new != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(new)
+    if args.plots:
+        plot_lunarlander(ROOT / "docs" / "images" / "lunarlander.png")
+    if args.check and stale:
+        print(
+            f"stale tables in: {', '.join(map(str, stale))} (run python benchmarks/report.py)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
