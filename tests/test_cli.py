@@ -27,9 +27,15 @@ from stable_baselines3.common.monitor import load_results
 from torch import nn, optim
 
 import sb3_acer
-import sb3_acer.cli
+import sb3_acer.cli.run_folder
+import sb3_acer.cli.train
+import sb3_acer.cli.training
 from sb3_acer import ACER
-from sb3_acer.cli import learning_curves, main, parse_hyperparams
+from sb3_acer.cli import main
+from sb3_acer.cli.arguments import parse_hyperparams
+from sb3_acer.cli.errors import CLIError
+from sb3_acer.cli.plot import learning_curves
+from sb3_acer.cli.run_folder import LOCK_NAME, run_lock
 
 FAST = ["--timesteps", "500", "--no-progress-bar"]
 
@@ -694,7 +700,7 @@ def test_a_v5_atari_id_keeps_its_sticky_actions_and_says_so() -> None:
     # 2018); train keeps them (only the frame skip moves to AtariWrapper) and says so, and a NoFrameskip-v4
     # id has none, as in SB2's run_atari.
     pytest.importorskip("ale_py")
-    from sb3_acer.cli import make_env, resolve_env
+    from sb3_acer.cli.environments import make_env, resolve_env
 
     for env_id, sticky in (("ALE/Pong-v5", 0.25), ("PongNoFrameskip-v4", 0.0)):
         settings = settings_of(env_id)
@@ -862,13 +868,13 @@ EVALUATED = ["--eval-freq", "50", "--eval-episodes", "2", "--hyperparams", "norm
 def record_evaluation_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The ``deterministic`` flag of each ``EvalCallback`` that ``train`` makes, from now on."""
     evaluations: list[bool] = []
-    real = sb3_acer.cli.EvalCallback
+    real = sb3_acer.cli.training.EvalCallback
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         evaluations.append(kwargs["deterministic"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sb3_acer.cli, "EvalCallback", recording)
+    monkeypatch.setattr(sb3_acer.cli.training, "EvalCallback", recording)
     return evaluations
 
 
@@ -1356,9 +1362,9 @@ def test_setup_errors_are_one_line_before_anything_is_written(
 
 
 def test_whole_numbers_in_any_notation() -> None:
-    from sb3_acer.cli import _positive_int
+    from sb3_acer.cli.arguments import positive_int
 
-    assert [_positive_int(text) for text in ("7", "1e3", "1E3", "2.5e5", "100.0")] == [
+    assert [positive_int(text) for text in ("7", "1e3", "1E3", "2.5e5", "100.0")] == [
         7,
         1000,
         1000,
@@ -1460,12 +1466,11 @@ def test_plot_of_a_run_in_progress_and_of_a_run_given_twice(
 def test_ctrl_c_before_training_exits_130_without_a_traceback(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sb3_acer.cli
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sb3_acer.cli, "make_env", interrupted)
+    monkeypatch.setattr(sb3_acer.cli.training, "make_env", interrupted)
     code, _, err = train(capsys, tmp_path)
     assert code == 130 and err == "interrupted\n"
     assert not (tmp_path / "CartPole-v1_0").exists()
@@ -1506,7 +1511,6 @@ def test_overwrite_of_the_run_model_under_another_spelling(
 def test_files_in_the_way_are_reported_before_anything_is_removed(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sb3_acer.cli
 
     logs = tmp_path / "logs"
     assert train(capsys, logs, "--timesteps", "100")[0] == 0
@@ -1525,7 +1529,7 @@ def test_files_in_the_way_are_reported_before_anything_is_removed(
     run_dir = logs / "CartPole-v1_0"
     real_access = os.access
     monkeypatch.setattr(
-        sb3_acer.cli.os,
+        sb3_acer.cli.run_folder.os,
         "access",
         lambda path, mode: pathlib.Path(path) != run_dir and real_access(path, mode),
     )
@@ -1644,7 +1648,6 @@ def _failing_on_second_build(failure: BaseException) -> type[ACER]:
 def test_a_run_that_fails_to_start_puts_the_earlier_run_back(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sb3_acer.cli
 
     assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
     before = snapshot(tmp_path)
@@ -1652,7 +1655,9 @@ def test_a_run_that_fails_to_start_puts_the_earlier_run_back(
         (MemoryError("Unable to allocate 5.57 GiB"), 2),
         (KeyboardInterrupt(), 130),
     ):
-        monkeypatch.setattr(sb3_acer.cli, "ACER", _failing_on_second_build(failure))
+        failing = _failing_on_second_build(failure)
+        monkeypatch.setattr(sb3_acer.cli.train, "ACER", failing)
+        monkeypatch.setattr(sb3_acer.cli.training, "ACER", failing)
         code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--n-envs", "2", "--overwrite")
         assert code == expected_code, err
         assert snapshot(tmp_path) == before  # no .previous file left, no new Monitor log
@@ -1784,14 +1789,15 @@ def test_a_second_train_into_the_same_run_folder_stops_while_the_first_runs(
 
     # A run that passed its checks while the first was still training, and gets the folder once the first
     # has finished, finds the first run's files there: without --overwrite it stops.
-    previous_files = sb3_acer.cli._previous_files
+    previous_files = sb3_acer.cli.training.previous_files
     calls: list[int] = []
 
     def first_run_finishes_in_between(*args: Any) -> list[pathlib.Path]:
         calls.append(1)
         return [] if len(calls) == 1 else previous_files(*args)
 
-    monkeypatch.setattr(sb3_acer.cli, "_previous_files", first_run_finishes_in_between)
+    monkeypatch.setattr(sb3_acer.cli.train, "previous_files", first_run_finishes_in_between)
+    monkeypatch.setattr(sb3_acer.cli.training, "previous_files", first_run_finishes_in_between)
     code, _, err = train(capsys, tmp_path)
     assert_one_line_error(code, err, 2, f"{run_dir} already holds a run; pass --overwrite")
     assert snapshot(run_dir) == before
@@ -1810,7 +1816,8 @@ def use_presets(monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any]) -> Non
 
 
 def settings_of(*argv: str) -> Any:
-    from sb3_acer.cli import build_parser, train_settings
+    from sb3_acer.cli import build_parser
+    from sb3_acer.cli.settings import train_settings
 
     return train_settings(build_parser().parse_args(["train", *argv]))
 
@@ -1964,7 +1971,7 @@ def test_zoo_strings_in_a_preset(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_parse_hyperparams_reads_the_zoo_dict_form_without_running_code(tmp_path: pathlib.Path) -> None:
-    from sb3_acer.cli import UsageError
+    from sb3_acer.cli.errors import UsageError
 
     assert parse_hyperparams(["policy_kwargs=dict(net_arch=[64, 64], activation_fn=nn.ReLU)"]) == {
         "policy_kwargs": {"net_arch": [64, 64], "activation_fn": "nn.ReLU"}
@@ -2129,9 +2136,10 @@ def test_the_run_lock_is_held_by_one_run_at_a_time_even_as_the_lock_file_is_repl
     # the path's file instead, find it held by C, and stop.
     fcntl = pytest.importorskip("fcntl")
     run_dir = tmp_path / "run"
-    lock_path = run_dir / sb3_acer.cli.LOCK_NAME
+    lock_path = run_dir / LOCK_NAME
     run_dir.mkdir()
-    with sb3_acer.cli._run_lock(run_dir):  # run A
+    busy = f"another sb3-acer train is writing to {run_dir}"
+    with run_lock(run_dir, busy=busy):  # run A
         orphan = open(lock_path)  # noqa: SIM115 - B's early open
     assert not lock_path.exists()
     with open(lock_path, "w") as run_c:
@@ -2142,10 +2150,8 @@ def test_the_run_lock_is_held_by_one_run_at_a_time_even_as_the_lock_file_is_repl
             opened.append(path)
             return orphan if len(opened) == 1 else open(path, *args, **kwargs)
 
-        monkeypatch.setattr(sb3_acer.cli, "open", open_as_b, raising=False)
-        stopped = pytest.raises(
-            sb3_acer.cli.CLIError, match=f"another sb3-acer train is writing to {run_dir}"
-        )
-        with stopped, sb3_acer.cli._run_lock(run_dir):
+        monkeypatch.setattr(sb3_acer.cli.run_folder, "open", open_as_b, raising=False)
+        stopped = pytest.raises(CLIError, match=busy)
+        with stopped, run_lock(run_dir, busy=busy):
             pytest.fail("run B got the lock while run C holds it")
     assert orphan.closed
