@@ -37,18 +37,57 @@ from sb3_acer.cli.errors import CLIError
 from sb3_acer.cli.run_folder import LOCK_NAME, run_lock
 
 
-def test_existing_run_needs_overwrite_and_stale_ranks_are_removed(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+def _a_run(capsys: pytest.CaptureFixture[str], tmp: pathlib.Path) -> tuple[list[str], str]:
+    """An earlier run in the run folder (the new one, with fewer envs, must leave no stale Monitor rank)."""
+    assert train(capsys, tmp / "logs", "--timesteps", "100")[0] == 0
+    return ["--n-envs", "2"], f"{tmp / 'logs' / 'CartPole-v1_0'} already holds a run"
+
+
+def _its_model_alone(capsys: pytest.CaptureFixture[str], tmp: pathlib.Path) -> tuple[list[str], str]:
+    """The model alone is a run too."""
+    extra, refusal = _a_run(capsys, tmp)
+    for path in (tmp / "logs" / "CartPole-v1_0").glob("*.monitor.csv"):
+        path.unlink()
+    return extra, refusal
+
+
+def _a_file_at_the_save_path(capsys: pytest.CaptureFixture[str], tmp: pathlib.Path) -> tuple[list[str], str]:
+    (tmp / "mine.zip").write_text("precious")
+    (tmp / "mine.json").write_text('{"precious": 1}')
+    return ["--save-path", str(tmp / "mine.zip")], f"{tmp / 'mine.zip'} exists; pass --overwrite"
+
+
+def _a_link_at_the_save_path(capsys: pytest.CaptureFixture[str], tmp: pathlib.Path) -> tuple[list[str], str]:
+    """Decided: --overwrite replaces this run's files; a file elsewhere that a link points to is not one."""
+    (tmp / "kept.zip").write_text("precious")
+    (tmp / "mine.zip").symlink_to(tmp / "kept.zip")
+    return ["--save-path", str(tmp / "mine.zip")], f"{tmp / 'mine.zip'} exists; pass --overwrite"
+
+
+@pytest.mark.parametrize(
+    "earlier", [_a_run, _its_model_alone, _a_file_at_the_save_path, _a_link_at_the_save_path]
+)
+def test_an_earlier_run_is_replaced_only_with_overwrite(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    earlier: Callable[[pytest.CaptureFixture[str], pathlib.Path], tuple[list[str], str]],
 ) -> None:
-    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
-    code, _, err = train(capsys, tmp_path, "--timesteps", "100")
-    assert_one_line_error(code, err, 2, f"{tmp_path / 'CartPole-v1_0'} already holds a run")
-    code, _, _ = train(capsys, tmp_path, "--timesteps", "100", "--n-envs", "2", "--overwrite")
-    assert code == 0
-    assert sorted(path.name for path in (tmp_path / "CartPole-v1_0").glob("*.monitor.csv")) == [
-        "0.monitor.csv",
-        "1.monitor.csv",
-    ]
+    extra, refusal = earlier(capsys, tmp_path)
+    logs = tmp_path / "logs"
+    before, paths_before = snapshot(tmp_path), sorted(tmp_path.rglob("*"))
+    code, out, err = train(capsys, logs, "--timesteps", "100", *extra)
+    assert_one_line_error(code, err, 2, refusal)
+    assert out == "" and snapshot(tmp_path) == before and sorted(tmp_path.rglob("*")) == paths_before
+    code, _, err = train(capsys, logs, "--timesteps", "100", *extra, "--overwrite")
+    assert code == 0, err
+    model = pathlib.Path(extra[1]) if extra[0] == "--save-path" else logs / "CartPole-v1_0" / "model.zip"
+    assert ACER.load(model).num_timesteps >= 100
+    assert json.loads(model.with_suffix(".json").read_text())["env_id"] == "CartPole-v1"
+    if earlier is _a_run:
+        monitors = sorted(path.name for path in (logs / "CartPole-v1_0").glob("*.monitor.csv"))
+        assert monitors == ["0.monitor.csv", "1.monitor.csv"]
+    if earlier is _a_link_at_the_save_path:
+        assert not model.is_symlink() and (tmp_path / "kept.zip").read_text() == "precious"
 
 
 def test_a_failed_overwrite_keeps_the_previous_run(
@@ -60,38 +99,6 @@ def test_a_failed_overwrite_keeps_the_previous_run(
     code, out, err = train(capsys, logs, "--timesteps", "100", "--overwrite", "--hyperparams", "n_steps=0")
     assert_one_line_error(code, err, 2, "invalid settings: n_steps must be positive")
     assert out == "" and snapshot(tmp_path) == before
-    # The model alone is a run too: without --overwrite it is not replaced.
-    for path in (logs / "CartPole-v1_0").glob("*.monitor.csv"):
-        path.unlink()
-    code, _, err = train(capsys, logs, "--timesteps", "100")
-    assert_one_line_error(code, err, 2, f"{logs / 'CartPole-v1_0'} already holds a run")
-
-
-def test_save_path_is_not_replaced_without_overwrite(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
-) -> None:
-    (tmp_path / "mine.zip").write_text("precious")
-    (tmp_path / "mine.json").write_text('{"precious": 1}')
-    before = snapshot(tmp_path)
-    code, _, err = train(capsys, tmp_path / "logs", "--save-path", str(tmp_path / "mine.zip"))
-    assert_one_line_error(code, err, 2, f"{tmp_path / 'mine.zip'} exists; pass --overwrite")
-    assert snapshot(tmp_path) == before and not (tmp_path / "logs").exists()
-    assert train(capsys, tmp_path / "logs", "--save-path", str(tmp_path / "mine.zip"), "--overwrite")[0] == 0
-    assert json.loads((tmp_path / "mine.json").read_text())["env_id"] == "CartPole-v1"
-
-
-def test_overwrite_of_a_linked_save_path_replaces_the_link_and_keeps_its_target(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
-) -> None:
-    # Decided: --overwrite replaces this run's files; a file elsewhere that a link points to is not one.
-    (tmp_path / "kept.zip").write_text("precious")
-    (tmp_path / "mine.zip").symlink_to(tmp_path / "kept.zip")
-    save = ["--save-path", str(tmp_path / "mine.zip"), "--timesteps", "100"]
-    code, _, err = train(capsys, tmp_path / "logs", *save)
-    assert_one_line_error(code, err, 2, f"{tmp_path / 'mine.zip'} exists; pass --overwrite")
-    assert train(capsys, tmp_path / "logs", *save, "--overwrite")[0] == 0
-    assert not (tmp_path / "mine.zip").is_symlink() and (tmp_path / "kept.zip").read_text() == "precious"
-    assert ACER.load(tmp_path / "mine.zip").num_timesteps >= 100
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc/self").exists(), reason="needs Linux's /proc")
