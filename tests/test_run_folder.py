@@ -118,14 +118,28 @@ def test_a_folder_that_refuses_new_files_is_found_before_training(
     assert out == "" and not (tmp_path / "logs").exists()
 
 
+@pytest.mark.parametrize("refusing", ["the --save-path", "the run folder too"])
 def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
-    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, refusing: str
 ) -> None:
-    # A disk that fills up during training: the trained model is saved where it can be, and said so.
-    target = tmp_path / "mine.zip"
+    # A disk that fills up during training: the trained model is saved where it can be (the run folder,
+    # else a new temporary folder), and said so.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    run_dir = tmp_path / "logs" / "CartPole-v1_0"
+    if refusing == "the --save-path":
+        target, extra = tmp_path / "mine.zip", ["--save-path", str(tmp_path / "mine.zip")]
+    else:
+        target, extra = run_dir / "model.zip", []
     fill_the_disk_for(monkeypatch, target)
-    code, _, err = train(capsys, tmp_path / "logs", "--save-path", str(target), "--timesteps", "100")
-    rescued = tmp_path / "logs" / "CartPole-v1_0" / "model.zip"
+    code, _, err = train(capsys, tmp_path / "logs", *extra, "--timesteps", "100")
+    rescue_folders = list((tmp_path / "tmp").glob("sb3-acer-*"))
+    if refusing == "the --save-path":
+        assert rescue_folders == []
+        rescued = run_dir / "model.zip"
+    else:
+        (rescue_folder,) = rescue_folders
+        rescued = rescue_folder / "model.zip"
     assert_one_line_error(
         code,
         err,
@@ -135,21 +149,6 @@ def test_a_save_that_fails_after_training_keeps_the_model_elsewhere(
     assert ACER.load(rescued).num_timesteps >= 100
     assert json.loads(rescued.with_suffix(".json").read_text())["env_id"] == "CartPole-v1"
     assert not target.exists()
-    # The run folder itself refuses the model: a new temporary folder takes it.
-    target = tmp_path / "logs2" / "CartPole-v1_0" / "model.zip"
-    fill_the_disk_for(monkeypatch, target)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    code, _, err = train(capsys, tmp_path / "logs2", "--timesteps", "100")
-    (rescue_folder,) = (tmp_path / "tmp").glob("sb3-acer-*")
-    rescued = rescue_folder / "model.zip"
-    assert_one_line_error(
-        code,
-        err,
-        1,
-        f"cannot save the model to {target}: No space left on device; the trained model is in {rescued}",
-    )
-    assert ACER.load(rescued).num_timesteps >= 100
 
 
 @pytest.mark.parametrize("spelling", ["{folder}", "{folder}/"])
@@ -502,6 +501,11 @@ def test_overwrite_removes_every_file_of_the_previous_run(
             ["--log-folder", "{tmp}/notes.txt"],
             "the run folder {tmp}/notes.txt/CartPole-v1_0 cannot be created",
         ),
+        (["--log-folder", "{tmp}/{long}"], "the run folder {tmp}/{long}/CartPole-v1_0: File name too long"),
+        (
+            ["--save-path", "{tmp}/{long_zip}"],
+            "--save-path {tmp}/{long_zip}: the file name is too long to be saved safely; shorten it",
+        ),
     ],
 )
 def test_setup_errors_are_one_line_before_anything_is_written(
@@ -510,9 +514,10 @@ def test_setup_errors_are_one_line_before_anything_is_written(
     (tmp_path / "notes.txt").write_text("mine")
     (tmp_path / "saved.zip").mkdir()
     logs = tmp_path / "logs"
-    extra = [arg.format(tmp=tmp_path) for arg in extra]
+    names = dict(tmp=tmp_path, long="d" * 300, long_zip="m" * 245 + ".zip")
+    extra = [arg.format(**names) for arg in extra]
     code, out, err = run(capsys, "train", "CartPole-v1", *FAST, "--log-folder", str(logs), *extra)
-    assert_one_line_error(code, err, 2, message.format(tmp=tmp_path))
+    assert_one_line_error(code, err, 2, message.format(**names))
     assert out == "" and sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt", "saved.zip"]
 
 
@@ -612,19 +617,14 @@ def test_a_run_that_fails_to_start_puts_the_earlier_run_back(
         assert snapshot(tmp_path) == before  # no .previous file left, no new Monitor log
 
 
-def test_an_env_needing_a_missing_module_and_a_name_too_long(
+def test_an_env_needing_a_missing_module_and_a_plot_of_a_name_too_long_are_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
+    # A --log-folder or --save-path name too long: test_setup_errors_are_one_line_before_anything_is_written.
     gym.register("NeedsAMissingModule-v0", entry_point="sb3_acer_no_such_module:Env")
     code, _, err = run(capsys, "train", "NeedsAMissingModule-v0", *FAST, "--log-folder", str(tmp_path))
     assert_one_line_error(code, err, 1, "NeedsAMissingModule-v0 needs a module that is not installed")
     long_name = str(tmp_path / ("d" * 300))
-    code, _, err = train(capsys, pathlib.Path(long_name))
-    assert_one_line_error(code, err, 2, "the run folder")
-    assert "File name too long" in err
-    code, _, err = train(capsys, tmp_path, "--save-path", str(tmp_path / ("m" * 245 + ".zip")))
-    assert_one_line_error(code, err, 2, "--save-path")
-    assert "the file name is too long to be saved safely" in err
     code, _, err = run(capsys, "plot", long_name)
     assert code in (1, 2) and err.count("\n") == 1 and "Traceback" not in err
 
