@@ -21,6 +21,13 @@ A command that fails changes no file: ``train`` checks its paths, seed and setti
 once on a single env without logs) before it writes anything, and replaces an earlier run, or a file at
 ``--save-path``, only with ``--overwrite``, which then removes all of that run's files. A run locks its
 folder while it writes there (``fcntl``; not on Windows): a second ``train`` into it stops with one line.
+
+The package: :mod:`~sb3_acer.cli.train` (options and checks) and :mod:`~sb3_acer.cli.training` (the run),
+:mod:`~sb3_acer.cli.settings` (preset and flags combined), :mod:`~sb3_acer.cli.enjoy`,
+:mod:`~sb3_acer.cli.plot`, :mod:`~sb3_acer.cli.run_atari` (``python -m sb3_acer.run_atari``);
+:mod:`~sb3_acer.cli.run_folder` is the run-folder policy of ``train`` and ``run_atari``, and
+:mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.normalization` and
+:mod:`~sb3_acer.cli.errors` what they share.
 """
 
 from __future__ import annotations
@@ -56,7 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {sb3_acer.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-
     for command in (train, enjoy, plot):
         command.add_parser(commands)
     return parser

@@ -253,7 +253,7 @@ def run(
         try:
             normalization_path = _save_run(model, env, settings, run_dir, model_path)
         except OSError as error:  # the disk filled up, the folder went away: keep the model where it can be
-            _save_elsewhere(model, env, settings, run_dir, model_path, error, f"{stopped}", trained)
+            _save_elsewhere(model, env, settings, run_dir, model_path, error, stopped, trained)
         finally:
             env.close()
     if failure is not None:
