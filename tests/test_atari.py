@@ -636,6 +636,17 @@ def test_run_atari_keeps_the_model_when_its_save_fails(
     assert err == f"error: cannot save the model to {target}: {reason}; the trained model is in {rescued}\n"
     assert ACER.load(rescued).num_timesteps == 40
 
+    def no_temporary_folder(*args: Any, **kwargs: Any) -> str:
+        raise OSError(28, reason)
+
+    # Nowhere else either (before: a traceback): one line.
+    monkeypatch.setattr(tempfile, "mkdtemp", no_temporary_folder)
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, f"--save-path={target}"])
+    assert raised.value.code == 1
+    err = capsys.readouterr().err
+    assert err == f"error: cannot save the model to {target} nor anywhere else: {reason}\n"
+
 
 def test_run_atari_keeps_the_model_when_training_fails(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

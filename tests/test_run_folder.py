@@ -717,3 +717,57 @@ def test_the_run_lock_is_held_by_one_run_at_a_time_even_as_the_lock_file_is_repl
         with stopped, run_lock(run_dir, busy=busy):
             pytest.fail("run B got the lock while run C holds it")
     assert orphan.closed
+
+
+def test_save_elsewhere_tries_each_folder_but_the_target_then_a_temporary_one(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sb3_acer.cli.run_folder import save_elsewhere
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tried: list[pathlib.Path] = []
+
+    def save_outside(refused: pathlib.Path) -> Callable[[pathlib.Path], None]:
+        def save(path: pathlib.Path) -> None:
+            tried.append(path)
+            if path.parent == refused:
+                raise OSError(28, "No space left on device")
+            path.write_text("model")
+
+        return save
+
+    run_dir, other = tmp_path / "run", tmp_path / "other"
+    run_dir.mkdir()
+    other.mkdir()
+    target = run_dir / "model.zip"
+    # The target's own folder is skipped (the same file), a refusing folder is passed over.
+    assert save_elsewhere(save_outside(other), target, "model.zip", [run_dir, other]) is not None
+    (rescue,) = (tmp_path / "tmp").glob("sb3-acer-*/model.zip")
+    assert tried == [other / "model.zip", rescue] and rescue.read_text() == "model"
+    assert save_elsewhere(save_outside(run_dir), tmp_path / "m.zip", "model.zip", [run_dir, other]) == (
+        other / "model.zip"
+    )
+
+    def no_temporary_folder(*args: Any, **kwargs: Any) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_temporary_folder)
+    assert save_elsewhere(save_outside(other), target, "model.zip", [other]) is None
+
+
+def test_set_aside_puts_back_what_it_moved_when_one_cannot_move(tmp_path: pathlib.Path) -> None:
+    from sb3_acer.cli.run_folder import put_back, set_aside
+
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_text("a")
+    second.write_text("b")
+    aside = set_aside([first, second])
+    assert aside == [(first, tmp_path / ".a.csv.previous"), (second, tmp_path / ".b.csv.previous")]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".a.csv.previous", ".b.csv.previous"]
+    (tmp_path / ".b.csv.previous").unlink()  # gone meanwhile: cannot come back, the others do
+    put_back(aside)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.csv"]
+    with pytest.raises(CLIError, match="cannot prepare the run: "):
+        set_aside([first, tmp_path / "missing.csv"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.csv"]  # the first was put back

@@ -557,8 +557,11 @@ def _learn_and_save(
         except OSError as error:  # the disk filled up, the folder went away: keep the model elsewhere
             reason = error.strerror or error
             rescue = save_elsewhere(model.save, final, final.name)
-            where = f"{trained} is in {rescue}" if rescue is not None else "nor anywhere else"
-            print(f"error: {stopped}cannot save the model to {final}: {reason}; {where}", file=sys.stderr)
+            if rescue is None:  # the temporary folder refused it too
+                message = f"cannot save the model to {final} nor anywhere else: {reason}"
+            else:
+                message = f"cannot save the model to {final}: {reason}; {trained} is in {rescue}"
+            print(f"error: {stopped}{message}", file=sys.stderr)
             raise SystemExit(1) from None
     if failure is not None:
         print(f"error: {stopped}{trained} is in {final}", file=sys.stderr)
