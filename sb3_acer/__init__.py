@@ -1,8 +1,7 @@
 """sb3-acer: ACER (Actor-Critic with Experience Replay) for Stable-Baselines3.
 
 The names below are imported on first use (PEP 562), so that ``import sb3_acer`` does not load torch: the
-``sb3-acer`` command (:mod:`sb3_acer.entry`) can then answer a Ctrl-C pressed while torch loads with one
-line, as it does later.
+commands' Ctrl-C guard (:mod:`sb3_acer.entry`) is in place before torch loads.
 """
 
 from __future__ import annotations

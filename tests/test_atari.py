@@ -27,12 +27,12 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecTransposeImage
 
 from sb3_acer import ACER
+from sb3_acer.cli.run_atari import build_parser, main
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.envs.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
 from sb3_acer.replay import FrameStackReplayBuffer, make_replay_buffer
 from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 from sb3_acer.rollout import collect_segment
-from sb3_acer.run_atari import build_parser, main
 from sb3_acer.segment import Segment
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 
@@ -636,6 +636,17 @@ def test_run_atari_keeps_the_model_when_its_save_fails(
     assert err == f"error: cannot save the model to {target}: {reason}; the trained model is in {rescued}\n"
     assert ACER.load(rescued).num_timesteps == 40
 
+    def no_temporary_folder(*args: Any, **kwargs: Any) -> str:
+        raise OSError(28, reason)
+
+    # Nowhere else either (before: a traceback): one line.
+    monkeypatch.setattr(tempfile, "mkdtemp", no_temporary_folder)
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, f"--save-path={target}"])
+    assert raised.value.code == 1
+    err = capsys.readouterr().err
+    assert err == f"error: cannot save the model to {target} nor anywhere else: {reason}\n"
+
 
 def test_run_atari_keeps_the_model_when_training_fails(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -643,7 +654,7 @@ def test_run_atari_keeps_the_model_when_training_fails(
     """An env, worker or callback that fails hours in: the model trained so far is saved, then one line."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     class Fails(BaseCallback):
         def __init__(self, **kwargs: Any) -> None:
@@ -654,7 +665,7 @@ def test_run_atari_keeps_the_model_when_training_fails(
                 raise RuntimeError("the emulator crashed")
             return True
 
-    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", Fails)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, "CheckpointCallback", Fails)
     target = tmp_path / "model.zip"
     argv = [
         "--num-timesteps=400",
@@ -682,7 +693,7 @@ def test_run_atari_saves_the_model_when_interrupted(
     """Ctrl-C during training saves what was trained, as the CLI's train does."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     class CtrlC(BaseCallback):
         def __init__(self, **kwargs: Any) -> None:
@@ -699,7 +710,7 @@ def test_run_atari_saves_the_model_when_interrupted(
         os.kill(os.getpid(), signal.SIGINT)  # the impatient second press
         save(self, *args, **kwargs)
 
-    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", CtrlC)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, "CheckpointCallback", CtrlC)
     monkeypatch.setattr(ACER, "save", ctrl_c_again_while_saving)
     saved = main(
         [
@@ -932,7 +943,7 @@ def test_run_atari_that_does_not_start_puts_the_earlier_run_back(
     failure: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--overwrite sets the earlier run's files aside until this run has trained something."""
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     logdir = tmp_path / "run"
     files = _earlier_run(logdir)
@@ -945,7 +956,7 @@ def test_run_atari_that_does_not_start_puts_the_earlier_run_back(
     else:
         error = MemoryError("Unable to allocate") if failure == "memory" else KeyboardInterrupt()
         monkeypatch.setattr(_FailsToBuild, "failure", error, raising=False)
-        monkeypatch.setattr(sb3_acer.run_atari, "ACER", _FailsToBuild)
+        monkeypatch.setattr(sb3_acer.cli.run_atari, "ACER", _FailsToBuild)
     argv = [*QUICK, "--checkpoint-freq=20", "--eval-freq=40", f"--logdir={logdir}", "--overwrite"]
     with pytest.raises(SystemExit) as raised:
         main(argv)
@@ -996,13 +1007,13 @@ class _FailsToBuild(ACER):
 def test_run_atari_interrupted_while_it_starts_is_one_line(
     where: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     def ctrl_c(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_FailsToBuild, "failure", KeyboardInterrupt(), raising=False)
-    monkeypatch.setattr(sb3_acer.run_atari, where, _FailsToBuild if where == "ACER" else ctrl_c)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, where, _FailsToBuild if where == "ACER" else ctrl_c)
     with pytest.raises(SystemExit) as raised:
         main([*QUICK, f"--save-path={tmp_path / 'model.zip'}"])
     assert raised.value.code == 130
@@ -1013,12 +1024,12 @@ def test_run_atari_interrupted_while_it_starts_is_one_line(
 def test_run_atari_without_memory_for_its_replay_is_one_line_and_keeps_no_log(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     monkeypatch.setattr(
         _FailsToBuild, "failure", MemoryError("Unable to allocate 12.8 TiB for an array"), raising=False
     )
-    monkeypatch.setattr(sb3_acer.run_atari, "ACER", _FailsToBuild)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, "ACER", _FailsToBuild)
     with pytest.raises(SystemExit) as raised:
         main([*QUICK, f"--logdir={tmp_path / 'logs'}"])
     assert raised.value.code == 2
@@ -1042,9 +1053,9 @@ def test_run_atari_interrupted_while_it_loads_is_one_line(tmp_path: pathlib.Path
 def _interrupted_at_the_first_step(monkeypatch: pytest.MonkeyPatch) -> None:
     """The games raise KeyboardInterrupt at the first step of training, through the real learn and the real
     callbacks."""
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
-    make = sb3_acer.run_atari.make_atari_vec_env
+    make = sb3_acer.cli.run_atari.make_atari_vec_env
 
     def interrupted(*args: Any, **kwargs: Any) -> VecEnv:
         env = make(*args, **kwargs)
@@ -1055,7 +1066,7 @@ def _interrupted_at_the_first_step(monkeypatch: pytest.MonkeyPatch) -> None:
         env.step_wait = step_wait  # type: ignore[method-assign]
         return env
 
-    monkeypatch.setattr(sb3_acer.run_atari, "make_atari_vec_env", interrupted)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, "make_atari_vec_env", interrupted)
 
 
 def test_run_atari_interrupted_before_the_first_step_keeps_the_earlier_model(
@@ -1135,7 +1146,7 @@ def test_run_atari_saves_its_model_when_a_set_aside_file_went_missing(
     checkpoints and Monitor log, saved no model and ended in a traceback."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    import sb3_acer.run_atari
+    import sb3_acer.cli.run_atari
 
     logdir = tmp_path / "run"
     _earlier_run(logdir)
@@ -1149,7 +1160,7 @@ def test_run_atari_saves_its_model_when_a_set_aside_file_went_missing(
             aside.unlink(missing_ok=True)
             return True
 
-    monkeypatch.setattr(sb3_acer.run_atari, "CheckpointCallback", RemovesTheSetAsideLog)
+    monkeypatch.setattr(sb3_acer.cli.run_atari, "CheckpointCallback", RemovesTheSetAsideLog)
     saved = main([*QUICK, "--checkpoint-freq=20", f"--logdir={logdir}", "--overwrite"])
     assert ACER.load(saved).num_timesteps == 40
     assert (logdir / "monitor" / "ale_vector.monitor.csv").read_bytes() != b"scores"  # this run's
@@ -1161,10 +1172,10 @@ def test_a_second_run_atari_into_a_folder_in_use_stops(
 ) -> None:
     """Two runs into one --logdir would mix their logs, and the second would take the first one's set-aside
     files for a stopped run's."""
-    from sb3_acer.cli import _run_lock
+    from sb3_acer.cli.run_folder import run_lock
 
     logdir = tmp_path / "run"
-    with _run_lock(logdir), pytest.raises(SystemExit) as raised:
+    with run_lock(logdir, busy="held by another run"), pytest.raises(SystemExit) as raised:
         main([*QUICK, f"--logdir={logdir}", "--overwrite"])
     assert raised.value.code == 2
     err = capsys.readouterr().err

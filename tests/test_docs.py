@@ -211,7 +211,7 @@ def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
 def _run_atari(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     import torch
 
-    from sb3_acer.run_atari import build_parser, main
+    from sb3_acer.cli.run_atari import build_parser, main
 
     if "-h" in args or "--help" in args:
         with pytest.raises(SystemExit) as exit_:

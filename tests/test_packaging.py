@@ -57,7 +57,7 @@ def test_the_wheel_ships_the_package_presets_types_and_licence(
     built: tuple[pathlib.Path, pathlib.Path],
 ) -> None:
     names = zipfile.ZipFile(built[1]).namelist()
-    for shipped in ("sb3_acer/cli.py", "sb3_acer/presets/acer.yml", "sb3_acer/py.typed"):
+    for shipped in ("sb3_acer/cli/__init__.py", "sb3_acer/presets/acer.yml", "sb3_acer/py.typed"):
         assert shipped in names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names), names
     assert not [name for name in names if name.split("/")[0] in ("tests", "benchmarks", "docs")]

@@ -27,6 +27,7 @@ from sb3_acer.presets import (
     resolve_policy_kwargs,
     wrapper_class,
 )
+from sb3_acer.presets.expressions import read_expression
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results.md"
 
@@ -434,7 +435,7 @@ def use_preset_text(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     ],
 )
 def test_expression_reader_reads_the_zoo_strings(text: str, expected: object) -> None:
-    assert presets.read_expression(text) == expected
+    assert read_expression(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -460,7 +461,7 @@ def test_expression_reader_reads_the_zoo_strings(text: str, expected: object) ->
 )
 def test_expression_reader_refuses_anything_else(text: str, message: str) -> None:
     with pytest.raises(ValueError) as error:
-        presets.read_expression(text)
+        read_expression(text)
     assert str(error.value) == f"{message} is not allowed {ALLOWED}"
 
 
@@ -468,15 +469,15 @@ def test_expression_reader_never_runs_the_code(tmp_path: pathlib.Path) -> None:
     target = tmp_path / "x"
     for text in (f"__import__('os').system('touch {target}')", f"dict(a=open('{target}', 'w'))"):
         with pytest.raises(ValueError, match="is not allowed"):
-            presets.read_expression(text)
+            read_expression(text)
     assert not target.exists()
 
 
 def test_expression_reader_reports_what_is_not_an_expression() -> None:
     with pytest.raises(SyntaxError):
-        presets.read_expression("dict(a=")
+        read_expression("dict(a=")
     with pytest.raises(SyntaxError):
-        presets.read_expression("a = 1")
+        read_expression("a = 1")
 
 
 def test_policy_kwargs_resolve_the_zoo_names() -> None:

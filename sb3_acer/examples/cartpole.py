@@ -9,7 +9,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_acer import ACER
-from sb3_acer.cli import CLIError, _in_folder, _model_file, _positive_int, _seed, check_can_create
+from sb3_acer.cli.arguments import positive_int, random_seed
+from sb3_acer.cli.errors import CLIError
+from sb3_acer.cli.run_folder import check_can_create, in_folder, model_file
 from sb3_acer.presets import load_preset
 
 
@@ -18,11 +20,11 @@ def main(argv: list[str] | None = None) -> float:
     preset = load_preset("CartPole-v1")
     parser.add_argument(
         "--timesteps",
-        type=_positive_int,
+        type=positive_int,
         default=preset.n_timesteps,
         help="environment steps to train for (default: the preset's, %(default)s)",
     )
-    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--seed", type=random_seed, default=0, help="random seed (default: %(default)s)")
     parser.add_argument(
         "--save-path",
         default="acer_cartpole.zip",
@@ -30,11 +32,11 @@ def main(argv: list[str] | None = None) -> float:
         "exists, or a name ending in /) gets acer_cartpole.zip (default: %(default)s)",
     )
     parser.add_argument(
-        "--eval-episodes", type=_positive_int, default=10, help="evaluation episodes (default: %(default)s)"
+        "--eval-episodes", type=positive_int, default=10, help="evaluation episodes (default: %(default)s)"
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
-    save_path = _model_file(_in_folder(args.save_path, "acer_cartpole.zip"))
+    save_path = model_file(in_folder(args.save_path, "acer_cartpole.zip"))
     try:  # before training, so that a mistyped path costs nothing
         check_can_create(save_path, "--save-path", folder=False)
     except CLIError as error:

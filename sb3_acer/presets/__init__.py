@@ -11,8 +11,9 @@ run, every other key is an ``ACER`` constructor argument. As in the zoo:
   mapping) applied to each env outside its ``Monitor``; the names it accepts are :data:`ENV_WRAPPERS`;
 - ``policy_kwargs`` is a dict or its string, e.g. ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU,
   optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))"``; the zoo ``eval``s such strings, here
-  :func:`read_expression` reads them without evaluating anything (constants, lists, tuples, dicts,
-  ``dict(key=value, ...)`` and class names only), and :func:`resolve_policy_kwargs` resolves the names;
+  :func:`~sb3_acer.presets.expressions.read_expression` reads them without evaluating anything
+  (constants, lists, tuples, dicts, ``dict(key=value, ...)`` and class names only), and
+  :func:`resolve_policy_kwargs` resolves the names;
 - ``learning_rate: lin_<number>`` is the linear schedule: ``learning_rate=<number>`` with
   ``lr_schedule='linear'``, ACER's decay to 0 over the run (:func:`zoo_schedules`);
 - the ``atari`` entry applies to every Atari game without an entry of its own. An Atari game's entry is
@@ -42,6 +43,8 @@ import yaml
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
+from sb3_acer.presets.expressions import ClassName, read_expression
+
 __all__ = [
     "ATARI_ENTRY",
     "ATARI_FRAME_STACK",
@@ -58,7 +61,6 @@ __all__ = [
     "has_atari_defaults",
     "load_preset",
     "normalize_kwargs",
-    "read_expression",
     "resolve_policy_kwargs",
     "wrapper_class",
     "zoo_schedules",
@@ -529,94 +531,3 @@ def _refuse_names(key: str, value: Any) -> None:
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
     for item in items:
         _refuse_names(key, item)
-
-
-#: What :func:`read_expression` accepts, as its errors say.
-_ALLOWED = "(only constants, lists, tuples, dicts, dict(key=value, ...) and class names such as nn.ReLU)"
-
-
-class ClassName(str):
-    """A name in a zoo expression (``nn.ReLU``, ``RMSpropTFLike``): a class to resolve, never a value."""
-
-
-def read_expression(text: str) -> Any:
-    """The value of a Python expression as the zoo writes ``policy_kwargs`` and ``normalize`` in its YAML
-    files, e.g. ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU, optimizer_kwargs=dict(eps=1e-5))"``,
-    read from its syntax tree; nothing is evaluated (the zoo calls ``eval``).
-
-    Accepted: constants, lists, tuples, dicts with constant keys, ``-`` before a number, ``dict(...)`` with
-    keyword arguments only (nested), and names, dotted or not (``nn.ReLU``, ``th.nn.Tanh``,
-    ``RMSpropTFLike``), which become strings for :func:`resolve_policy_kwargs` to resolve.
-
-    Raises:
-        SyntaxError: ``text`` is not a Python expression.
-        ValueError: anything else (another call, attribute access on a call, a lambda, a subscript, an
-            operator, ...), naming it.
-    """
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (ValueError, MemoryError, RecursionError) as error:  # a null byte; a deep nesting
-        raise SyntaxError(str(error)) from None
-    try:
-        return _expression_value(tree.body)
-    except RecursionError:
-        raise ValueError(f"an expression nested this deep is not allowed {_ALLOWED}") from None
-
-
-def _dotted_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _expression_value(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_expression_value(item) for item in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.Dict):
-        result = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                raise _not_allowed("the dict unpacking", node)
-            if not isinstance(key, ast.Constant):
-                raise _not_allowed("the dict key", key)
-            result[key.value] = _expression_value(value)
-        return result
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, (int, float, complex))
-        and not isinstance(node.operand.value, bool)
-    ):
-        return -node.operand.value
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "dict"
-        and not node.args
-        and all(keyword.arg is not None for keyword in node.keywords)
-    ):
-        return {keyword.arg: _expression_value(keyword.value) for keyword in node.keywords}
-    name = _dotted_name(node)
-    if name is not None:
-        return ClassName(name)
-    kinds: list[tuple[type | tuple[type, ...], str]] = [
-        (ast.Call, "the call"),
-        (ast.Attribute, "attribute access"),
-        (ast.Lambda, "the lambda"),
-        (ast.Subscript, "the subscript"),
-        ((ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare), "the operator in"),
-        (ast.Set, "the set"),
-    ]
-    kind = next((kind for types, kind in kinds if isinstance(node, types)), "the expression")
-    raise _not_allowed(kind, node)
-
-
-def _not_allowed(kind: str, node: ast.expr) -> ValueError:
-    return ValueError(f"{kind} {ast.unparse(node)!r} is not allowed {_ALLOWED}")

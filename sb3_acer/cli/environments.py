@@ -1,0 +1,140 @@
+"""The environments of the commands: an environment id checked (and Atari's games registered), its vector
+env built as a run uses it (``Monitor``, Atari preprocessing, the preset's wrappers), and the torch threads
+a command runs with."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
+
+from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
+from sb3_acer.envs.subproc import SafeSubprocVecEnv
+from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
+
+__all__ = ["EnvInfo", "make_env", "resolve_env", "torch_threads"]
+
+
+class EnvInfo(NamedTuple):
+    """What the CLI needs to know about an environment id."""
+
+    env_id: str
+    atari: bool
+
+
+def resolve_env(env_id: str) -> EnvInfo:
+    """Check that ``env_id`` is registered (registering the Atari games of ``ale-py`` when it is installed).
+
+    Raises:
+        UsageError: the id is unknown.
+    """
+    if env_id not in gym.registry:
+        try:
+            import ale_py
+
+            gym.register_envs(ale_py)
+        except ImportError:
+            if "NoFrameskip" in env_id or env_id.startswith("ALE/"):
+                raise CLIError(
+                    f"{env_id} is an Atari game, which needs ale-py: pip install 'sb3-acer[atari]'"
+                ) from None
+    try:
+        spec = gym.spec(env_id)
+    except (gym.error.Error, ModuleNotFoundError) as error:
+        raise UsageError(f"unknown environment id {env_id!r}: {error}") from None
+    return EnvInfo(env_id=env_id, atari="ale_py" in str(spec.entry_point))
+
+
+def make_env(
+    info: EnvInfo,
+    n_envs: int,
+    seed: int | None,
+    monitor_dir: pathlib.Path | None = None,
+    render_mode: str | None = None,
+    video: Callable[[gym.Env], gym.Env] | None = None,
+    wrappers: tuple[WrapperSpec, ...] = (),
+    env_kwargs: dict[str, Any] | None = None,
+    subprocesses: bool = False,
+) -> VecEnv:
+    """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.envs.subproc.SafeSubprocVecEnv`) of
+    ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack), each made by
+    ``gymnasium.make(env_id, **env_kwargs)``.
+
+    ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
+    run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.
+    """
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+
+    if info.atari:  # SB3's AtariWrapper fails on the first frame without it, with an AssertionError
+        check_optional("cv2", "Atari preprocessing (AtariWrapper)", "pip install 'sb3-acer[atari]'")
+    outer = wrapper_class(wrappers)
+
+    def wrap(env: gym.Env) -> gym.Env:
+        env = AtariWrapper(env) if info.atari else env
+        return outer(env) if outer is not None else env
+
+    make_kwargs: dict[str, Any] = {}
+    if render_mode is not None:
+        make_kwargs["render_mode"] = render_mode
+    if info.atari and gym.spec(info.env_id).kwargs.get("frameskip") != 1:
+        make_kwargs["frameskip"] = 1  # AtariWrapper skips frames itself
+    make_kwargs.update(env_kwargs or {})
+
+    def make(**kwargs: Any) -> gym.Env:
+        if info.atari:  # in a SafeSubprocVecEnv worker too, which has not registered the games yet
+            import ale_py
+
+            gym.register_envs(ale_py)
+        try:
+            env = gym.make(info.env_id, **kwargs)
+        except gym.error.DependencyNotInstalled:
+            raise
+        except (TypeError, ValueError, KeyError, gym.error.Error) as error:
+            if not env_kwargs:
+                raise
+            # An argument the environment does not take, or a value it refuses.
+            raise ValueError(
+                f"{info.env_id} cannot be made with env_kwargs {env_kwargs}: {one_line(error)}"
+            ) from None
+        return video(env) if video is not None else env
+
+    try:
+        venv = make_vec_env(
+            make,
+            n_envs=n_envs,
+            seed=seed,
+            monitor_dir=None if monitor_dir is None else str(monitor_dir),
+            wrapper_class=wrap,
+            env_kwargs=make_kwargs,
+            vec_env_cls=SafeSubprocVecEnv if subprocesses else DummyVecEnv,
+        )
+    except gym.error.DependencyNotInstalled as error:
+        raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
+    except ImportError as error:
+        raise CLIError(f"{info.env_id} needs a module that is not installed: {one_line(error)}") from None
+    if info.atari:
+        venv = VecFrameStack(venv, n_stack=ATARI_FRAME_STACK)
+    if is_image_space(venv.observation_space) and not is_image_space_channels_first(
+        venv.observation_space  # type: ignore[arg-type]
+    ):
+        venv = VecTransposeImage(venv)  # as ACER does it to its training env
+    return venv
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Use ``n_threads`` torch threads inside the block (``None``: leave the setting), then restore it."""
+    before = th.get_num_threads()
+    if n_threads is not None:
+        th.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        th.set_num_threads(before)

@@ -1,0 +1,568 @@
+"""Train ACER on an Atari game: SB2's acer/run_atari.py, with checkpoints, evaluation and TensorBoard.
+
+Example:
+    python -m sb3_acer.run_atari --env PongNoFrameskip-v4 --num-timesteps 10000000 --logdir runs/pong
+
+Games are NoFrameskip-v4 ids with DeepMind's preprocessing (see sb3_acer/envs/atari.py); the ROMs ship with
+ale-py. --num-timesteps counts agent steps over all environments, each 4 emulator frames: the default 10M
+is 40M frames. Training runs for exactly --num-timesteps steps (rounded up to whole updates of n_envs x 20
+steps); SB2's script trained 10% more than it was asked to. The model is saved at the end (--save-path),
+and every --checkpoint-freq steps during training; Ctrl-C (SIGINT) stops training and saves the model
+trained so far (nothing before the first step). An earlier run's files where this run writes them stop it
+before it starts, unless --overwrite. Every --eval-freq steps the policy plays --n-eval-episodes full
+games on separately seeded environments, whose true (unclipped) scores are printed, logged
+(eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean)
+are full-game, unclipped scores too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv,
+which `sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard
+events and progress.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import inspect
+import pathlib
+import shutil
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
+from stable_baselines3.common.logger import Logger, configure
+from stable_baselines3.common.utils import get_latest_run_id
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_acer.acer import ACER
+from sb3_acer.cli.arguments import check_device, integer
+from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
+from sb3_acer.cli.run_folder import (
+    SET_ASIDE_SUFFIX,
+    check_can_create,
+    check_replaceable,
+    in_folder,
+    make_folders,
+    put_back,
+    remove_folders,
+    run_lock,
+    save_elsewhere,
+    set_aside,
+    set_aside_files,
+)
+from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
+from sb3_acer.schedules import LR_SCHEDULES
+from sb3_acer.serialization.model_file import saving_through_ctrl_c
+
+__all__ = ["build_parser", "main"]
+
+#: ``--policy`` choices (SB2's): Nature CNN, and the CNN followed by an LSTM, plain or layer-normalised.
+POLICIES = {"cnn": "CnnPolicy", "lstm": "CnnLstmPolicy", "lnlstm": "CnnLnLstmPolicy"}
+
+
+def _whole_number(text: str) -> int:
+    """An integer option, in any notation that names one (``1e7``, as ``sb3-acer train`` takes); its range is
+    checked with the other options."""
+    return integer(text, "a whole number", minimum=-(2**63))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sb3_acer.run_atari",
+        description=__doc__,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=32),
+    )
+    _add_game_options(parser.add_argument_group("game and run (SB2's options)"))
+    _add_training_options(parser.add_argument_group("training"))
+    _add_output_options(parser.add_argument_group("output"))
+    return parser
+
+
+#: The end of an option's help that gives its default.
+_DEFAULT = " (default: %(default)s)"
+
+
+def _add_game_options(game: argparse._ArgumentGroup) -> None:
+    default = _DEFAULT
+    game.add_argument(
+        "--env", default="BreakoutNoFrameskip-v4", help="NoFrameskip-v4 environment id" + default
+    )
+    game.add_argument(
+        "--seed", type=_whole_number, default=0, help="seed of everything; game i gets seed + i" + default
+    )
+    game.add_argument(
+        "--num-timesteps",
+        type=_whole_number,
+        default=10_000_000,
+        help="agent steps to train for, all envs together; 1 step = 4 frames" + default,
+    )
+    game.add_argument(
+        "--policy",
+        choices=sorted(POLICIES),
+        default="cnn",
+        help="cnn: Nature CNN; lstm / lnlstm: Nature CNN + LSTM (256 units), plain / layer-normalised"
+        + default,
+    )
+    game.add_argument(
+        "--lr_schedule",
+        "--lr-schedule",
+        dest="lr_schedule",
+        choices=sorted(LR_SCHEDULES),
+        default="constant",
+        metavar="NAME",
+        help="learning-rate schedule: " + ", ".join(sorted(LR_SCHEDULES)) + default,
+    )
+    game.add_argument(
+        "--logdir",
+        default=None,
+        help="folder for TensorBoard and CSV logs (<logdir>/ACER_<n>), Monitor files, evaluations and "
+        "checkpoints; "
+        "nothing is logged to disk without it" + default,
+    )
+
+
+def _add_training_options(run: argparse._ArgumentGroup) -> None:
+    default = _DEFAULT
+    run.add_argument("--n-envs", type=_whole_number, default=16, help="games played side by side" + default)
+    run.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=SAMPLERS[0],
+        help="ale-vector: ale-py's threaded C++ vector env (faster); wrappers: SB3's Atari wrappers"
+        + default,
+    )
+    run.add_argument("--device", default="auto", help="torch device: auto, cpu, cuda, cuda:1, ..." + default)
+    run.add_argument("--learning-rate", type=float, default=7e-4, help="initial learning rate" + default)
+    run.add_argument(
+        "--buffer-size",
+        type=_whole_number,
+        default=5000,
+        help="replay capacity in steps per env (SB2's Atari value)" + default,
+    )
+    run.add_argument(
+        "--replay-ratio", type=float, default=4.0, help="mean replay updates per update" + default
+    )
+    run.add_argument(
+        "--replay-start",
+        type=_whole_number,
+        default=1000,
+        help="steps per env stored before replay starts" + default,
+    )
+    run.add_argument(
+        "--torch-threads", type=_whole_number, default=None, help="torch CPU threads (default: torch's)"
+    )
+    run.add_argument(
+        "--env-threads",
+        type=_whole_number,
+        default=0,
+        help="emulator threads of ale-vector (0: one per core)" + default,
+    )
+
+
+def _add_output_options(output: argparse._ArgumentGroup) -> None:
+    default = _DEFAULT
+    output.add_argument(
+        "--save-path",
+        default=None,
+        help="where the final model is saved (default: <logdir>/acer_<env>.zip, or ./acer_<env>.zip)",
+    )
+    output.add_argument(
+        "--checkpoint-freq",
+        type=_whole_number,
+        default=1_000_000,
+        help="save a checkpoint every this many steps in <logdir or save folder>/checkpoints; 0: never"
+        + default,
+    )
+    output.add_argument(
+        "--eval-freq",
+        type=_whole_number,
+        default=250_000,
+        help="evaluate every this many steps; 0: never" + default,
+    )
+    output.add_argument(
+        "--n-eval-episodes",
+        type=_whole_number,
+        default=5,
+        help="full games per evaluation, played in parallel" + default,
+    )
+    output.add_argument(
+        "--eval-deterministic",
+        action="store_true",
+        help="evaluate the greedy policy instead of sampling (with ale-vector, a greedy policy that never "
+        "presses FIRE after a lost life plays on until the 108k-frame limit in games such as Breakout)",
+    )
+    output.add_argument(
+        "--log-interval", type=_whole_number, default=100, help="updates between log lines" + default
+    )
+    output.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run's model, Monitor log, checkpoints, evaluations and best model where "
+        "this run writes them (without it, such files stop the run before it starts)",
+    )
+    output.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
+    output.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="0: quiet" + default)
+
+
+#: Steps per env of one update: ACER's ``n_steps``, which run_atari leaves at its default (SB2's 20).
+N_STEPS: int = inspect.signature(ACER).parameters["n_steps"].default
+
+
+class _Paths(NamedTuple):
+    """Where a run writes: the final model, the folders of its Monitor log and checkpoints (None when it
+    writes none), and whether it writes evaluations (``evaluations.npz`` and ``best_model.zip`` in the
+    log folder)."""
+
+    final: pathlib.Path
+    monitor: pathlib.Path | None
+    checkpoints: pathlib.Path | None
+    evaluations: bool
+
+
+def _reached(freq: int, args: argparse.Namespace) -> bool:
+    """Whether a callback acting every ``freq`` steps (every ``max(freq // n_envs, 1)`` vector steps) acts
+    in this run, which trains ``--num-timesteps`` rounded up to whole updates of ``n_envs x N_STEPS``."""
+    if freq <= 0 or args.n_envs <= 0 or args.num_timesteps <= 0:
+        return False
+    update = args.n_envs * N_STEPS
+    trained = -(-args.num_timesteps // update) * update
+    return trained // args.n_envs >= max(freq // args.n_envs, 1)
+
+
+def _paths(args: argparse.Namespace, logdir: pathlib.Path | None) -> _Paths:
+    name = f"acer_{args.env.split('/')[-1]}.zip"
+    if args.save_path is not None:  # a folder (an existing one, or a name ending in /) gets the default name
+        save_path = pathlib.Path(in_folder(args.save_path, name))
+    else:
+        save_path = (logdir or pathlib.Path(".")) / name
+    final = save_path if save_path.suffix else save_path.with_suffix(".zip")
+    # CheckpointCallback makes its folder when training starts: only for a run long enough to use it.
+    checkpoints = (logdir or final.parent) / "checkpoints" if _reached(args.checkpoint_freq, args) else None
+    monitor = logdir / "monitor" if logdir else None
+    return _Paths(final, monitor, checkpoints, logdir is not None and _reached(args.eval_freq, args))
+
+
+def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
+    """Raise ``ValueError`` (or the CLI's path error) naming the first option that cannot work: the
+    counts, the game, ACER's settings (checked by building the model without an env), the device and the
+    paths."""
+    for name in ("num_timesteps", "n_envs", "n_eval_episodes"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive")
+    if args.torch_threads is not None and args.torch_threads <= 0:
+        raise ValueError("--torch-threads must be positive")
+    if args.env_threads < 0:
+        raise ValueError("--env-threads must be 0 (one per core) or positive")
+    for name, meaning in (("checkpoint_freq", "never"), ("eval_freq", "never"), ("log_interval", "never")):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be 0 ({meaning}) or positive")
+    ale_game_name(args.env)  # ImportError without ale-py
+    if args.sampler == "wrappers":  # SB3's AtariWrapper fails on the first frame without it
+        check_optional("cv2", "--sampler wrappers", "pip install 'sb3-acer[atari]'")
+    ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
+    check_device(args.device)  # one torch has no backend for (mps, xla, meta), found before the games start
+    if not args.no_progress_bar:
+        for module in ("tqdm", "rich"):
+            check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+    if logdir is not None:
+        check_optional("tensorboard", "--logdir", "pip install tensorboard")
+        check_can_create(logdir, "--logdir", folder=True)
+    for folder, what in ((paths.monitor, "the Monitor folder"), (paths.checkpoints, "the checkpoint folder")):
+        if folder is not None:
+            check_can_create(folder, what, folder=True)
+    check_can_create(paths.final, "--save-path", folder=False)
+
+
+def _run_files(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
+) -> list[tuple[pathlib.Path, str, str]]:
+    """Where this run writes besides its model, as (folder, glob pattern, what): its Monitor log, this game's
+    checkpoints, and its evaluations and best model."""
+    places = []
+    if paths.monitor is not None:
+        places.append((paths.monitor, "*.monitor.csv", "its Monitor log"))
+    if paths.checkpoints is not None:
+        places.append((paths.checkpoints, f"acer_{args.env.split('/')[-1]}_*_steps.zip", "its checkpoints"))
+    if logdir is not None and paths.evaluations:
+        places += [
+            (logdir, "evaluations.npz", "its evaluations"),
+            (logdir, "best_model.zip", "its best model"),
+        ]
+    return places
+
+
+def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
+    """The model must not be saved over one of the run's own files, and no earlier run's file may still be
+    set aside by a run that was killed before it could put them back."""
+    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
+    for folder, pattern, what in _run_files(args, logdir, paths):
+        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
+            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
+        for stale in set_aside_files(folder, pattern):
+            original = folder / stale.name[1 : -len(SET_ASIDE_SUFFIX)]
+            raise ValueError(
+                f"{stale} is an earlier run's file, set aside by a run that was stopped before it could put "
+                f"it back; rename it to {original} (over that run's own file, if there is one), or remove it"
+            )
+
+
+def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
+    """The files of an earlier run that this one would replace, or leave beside its own as if they were its
+    own: the model and the run's files (:func:`_run_files`). Files it does not write (another game's
+    checkpoints, the evaluations of a run that does not evaluate) are not its to replace."""
+    found = [paths.final] if paths.final.exists() else []
+    for folder, pattern, _ in _run_files(args, logdir, paths):
+        found += sorted(folder.glob(pattern))
+    return found
+
+
+def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """ACER's constructor arguments from the command line (all but the policy and the env)."""
+    return dict(
+        learning_rate=args.learning_rate,
+        lr_schedule=args.lr_schedule,
+        buffer_size=args.buffer_size,
+        replay_ratio=args.replay_ratio,
+        replay_start=args.replay_start,
+        num_procs=args.torch_threads,
+        verbose=args.verbose,
+        tensorboard_log=args.logdir or None,
+        seed=args.seed,
+        device=args.device,
+    )
+
+
+def main(argv: list[str] | None = None) -> pathlib.Path:
+    """Parse ``argv``, train, save; returns the path of the saved model."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logdir = pathlib.Path(args.logdir) if args.logdir else None
+    paths = _paths(args, logdir)
+    try:
+        _check_options(args, logdir, paths)
+        # One run at a time where runs write (the run lock of `sb3-acer train`): a second one would mix its
+        # logs with the first one's, and take the files the first set aside for a stopped run's.
+        folder = logdir or paths.final.parent
+        busy = f"another run is writing to {folder}; wait for it to end, or choose another --logdir or "
+        busy += "--save-path"
+        with run_lock(folder, busy=busy):
+            earlier = _check_earlier_run(args, logdir, paths)
+            return _train(args, logdir, paths, earlier)
+    except (ValueError, ImportError, CLIError) as error:
+        # one line, exit status 2: before anything is made or written, or (out of memory) put back
+        parser.error(str(error))
+    except KeyboardInterrupt:  # while it loads or starts (training saves the model itself)
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _check_earlier_run(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
+) -> list[pathlib.Path]:
+    """The earlier run's files this run replaces (with --overwrite; without, their existence is an error)."""
+    _check_run_files(args, logdir, paths)
+    earlier = _earlier_run(args, logdir, paths)
+    if earlier and not args.overwrite:
+        listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+        raise ValueError(
+            f"{listed} exist{'s' if len(earlier) == 1 else ''}: pass --overwrite to replace "
+            f"{'it' if len(earlier) == 1 else 'them'}, or choose another --logdir or --save-path"
+        )
+    check_replaceable(earlier)
+    return earlier
+
+
+def _train(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths, earlier: list[pathlib.Path]
+) -> pathlib.Path:
+    """Train and save. With --overwrite, the earlier run's files (but its model, which the new one replaces
+    when it is saved) are set aside as hidden ``.<name>.previous`` files until this run has trained
+    something, and put back if it has not (a failure or Ctrl-C before the first step)."""
+    aside = set_aside([path for path in earlier if path != paths.final])
+    made: list[pathlib.Path] = []  # folders this run made (removed again, deepest first)
+    logs: list[pathlib.Path] = []  # the run's log folder (TensorBoard, CSV), once made
+    kept = False
+
+    def keep() -> None:
+        nonlocal kept
+        kept = True  # from here on the run's files are kept, whatever happens to the set-aside ones
+        for _, moved in aside:
+            with contextlib.suppress(OSError):  # a file that went away, or cannot go: named by the next run
+                moved.unlink()
+
+    try:
+        # The folders the run writes in (CheckpointCallback would make its own at the start of training).
+        for folder in (paths.monitor, paths.checkpoints):
+            made += make_folders(folder) if folder is not None else []
+        return _run(args, logdir, paths, keep, logs)
+    except BaseException:
+        if not kept:
+            _put_back(args, logdir, paths, aside, made, logs)
+        raise
+
+
+def _put_back(
+    args: argparse.Namespace,
+    logdir: pathlib.Path | None,
+    paths: _Paths,
+    aside: list[tuple[pathlib.Path, pathlib.Path]],
+    made: list[pathlib.Path],
+    logs: list[pathlib.Path],
+) -> None:
+    """Keep nothing of a run that trained nothing, and put the earlier run's files back: every file where this
+    run writes is this run's, as the earlier run's were set aside (or stopped the run)."""
+    for folder, pattern, _ in _run_files(args, logdir, paths):
+        for path in folder.glob(pattern):
+            path.unlink()
+    put_back(aside)
+    for folder in logs:  # closed by now
+        shutil.rmtree(folder, ignore_errors=True)
+    remove_folders(made)
+
+
+def _run(
+    args: argparse.Namespace,
+    logdir: pathlib.Path | None,
+    paths: _Paths,
+    keep: Callable[[], None],
+    logs: list[pathlib.Path],
+) -> pathlib.Path:
+    """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
+    the run's log folder is added to ``logs``."""
+    env = make_atari_vec_env(
+        args.env,
+        args.n_envs,
+        seed=args.seed,
+        sampler=args.sampler,
+        monitor_dir=None if paths.monitor is None else str(paths.monitor),
+        num_threads=args.env_threads,
+    )
+    try:
+        model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
+    except MemoryError as error:  # a replay memory larger than the machine's
+        env.close()
+        raise UsageError(
+            f"cannot build the model: {one_line(error)}; lower --buffer-size or --n-envs"
+        ) from None
+    except BaseException:
+        env.close()
+        raise
+    eval_env: VecEnv | None = None
+    logger: Logger | None = None
+    try:
+        if logdir is not None:
+            # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's folder.
+            run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+            logs.append(run)
+            logger = configure(
+                str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
+            )
+            model.set_logger(logger)
+        if args.eval_freq > 0:
+            eval_env = make_atari_vec_env(
+                args.env,
+                args.n_eval_episodes,
+                seed=args.seed + 10_000,
+                sampler=args.sampler,
+                num_threads=args.env_threads,
+            )
+        if args.verbose:
+            buffer = model.replay_buffer
+            size = f"{buffer.nbytes / 1e9:.2f} GB ({type(buffer).__name__})" if buffer is not None else "none"
+            print(
+                f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
+                f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
+            )
+        _learn_and_save(args, model, paths.final, _callbacks(args, logdir, paths, eval_env), keep)
+    finally:
+        env.close()
+        if eval_env is not None:
+            eval_env.close()
+        if logger is not None:
+            logger.close()  # flushes progress.csv and the TensorBoard events
+    if args.verbose:
+        print(f"saved the model to {paths.final}")
+    return paths.final
+
+
+def _callbacks(
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths, eval_env: VecEnv | None
+) -> list[BaseCallback]:
+    """The checkpoints (every ``--checkpoint-freq`` steps) and the evaluations (on ``eval_env``)."""
+    callbacks: list[BaseCallback] = []
+    if paths.checkpoints is not None:
+        callbacks.append(
+            CheckpointCallback(
+                save_freq=max(args.checkpoint_freq // args.n_envs, 1),
+                save_path=str(paths.checkpoints),
+                name_prefix=f"acer_{args.env.split('/')[-1]}",
+                verbose=args.verbose,
+            )
+        )
+    if eval_env is not None:
+        callbacks.append(
+            EvalCallback(
+                eval_env,
+                n_eval_episodes=args.n_eval_episodes,
+                eval_freq=max(args.eval_freq // args.n_envs, 1),
+                log_path=str(logdir) if logdir else None,
+                best_model_save_path=str(logdir) if logdir else None,
+                deterministic=args.eval_deterministic,
+                verbose=args.verbose,
+            )
+        )
+    return callbacks
+
+
+def _learn_and_save(
+    args: argparse.Namespace,
+    model: ACER,
+    final: pathlib.Path,
+    callbacks: list[BaseCallback],
+    keep: Callable[[], None],
+) -> None:
+    """Train (Ctrl-C or a failure stops it) and save what was trained at ``final``; ``SystemExit`` with one
+    line when nothing was trained, the model could not be saved there, or a failure stopped training."""
+    failure: Exception | None = None
+    try:
+        model.learn(
+            total_timesteps=args.num_timesteps,
+            callback=callbacks,
+            log_interval=args.log_interval,
+            progress_bar=not args.no_progress_bar,
+        )
+    except KeyboardInterrupt:
+        if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one
+            print(
+                "interrupted before the first step: nothing was trained, so no model was saved",
+                file=sys.stderr,
+            )
+            raise SystemExit(130) from None
+        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
+    except Exception as error:  # the emulator, a worker or a callback failed: keep what was trained
+        failure = error
+        if args.verbose:
+            traceback.print_exc()
+    stopped = stopped_by(failure, model.num_timesteps)
+    trained = "the trained model" if failure is None else "the model trained so far"
+    if failure is not None and model.num_timesteps == 0:
+        print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
+        raise SystemExit(1)
+    keep()  # the earlier run's files set aside by --overwrite go: this run has something to save
+    with saving_through_ctrl_c():
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            model.save(final)
+        except OSError as error:  # the disk filled up, the folder went away: keep the model elsewhere
+            reason = error.strerror or error
+            rescue = save_elsewhere(model.save, final, final.name)
+            if rescue is None:  # the temporary folder refused it too
+                message = f"cannot save the model to {final} nor anywhere else: {reason}"
+            else:
+                message = f"cannot save the model to {final}: {reason}; {trained} is in {rescue}"
+            print(f"error: {stopped}{message}", file=sys.stderr)
+            raise SystemExit(1) from None
+    if failure is not None:
+        print(f"error: {stopped}{trained} is in {final}", file=sys.stderr)
+        raise SystemExit(1)

@@ -1,0 +1,245 @@
+"""The settings of a ``train`` run: the tuned preset for the environment (or the defaults), with the
+command line's flags, ``--hyperparams`` and ``--env-kwargs`` laid over it, every key and value checked."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+
+from sb3_acer.acer import ACER
+from sb3_acer.cli.arguments import parse_hyperparams
+from sb3_acer.cli.environments import EnvInfo, resolve_env
+from sb3_acer.cli.errors import UsageError, one_line
+from sb3_acer.presets import (
+    ATARI_ENTRY,
+    ATARI_FRAME_STACK,
+    PRESET_FILE,
+    Preset,
+    PresetError,
+    WrapperSpec,
+    check_env_kwargs,
+    env_wrappers,
+    load_preset,
+    normalize_kwargs,
+    resolve_policy_kwargs,
+    zoo_schedules,
+)
+
+__all__ = ["TrainSettings", "env_kwargs_option", "train_settings"]
+
+#: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
+DEFAULT_N_ENVS = 4
+DEFAULT_TIMESTEPS = 100_000
+ATARI_N_ENVS = 16
+ATARI_TIMESTEPS = 10_000_000
+
+
+#: The settings of an Atari game without a preset; its entry (or the ``atari`` entry) is laid over them.
+ATARI_DEFAULTS = {
+    "n_envs": ATARI_N_ENVS,
+    "n_timesteps": ATARI_TIMESTEPS,
+    "policy": "CnnPolicy",
+    "lr_schedule": "constant",
+}
+
+
+#: Constructor arguments that have their own flag, and the flag to use instead.
+OWN_FLAGS = {
+    "seed": "--seed",
+    "tensorboard_log": "--tensorboard-log",
+    "verbose": "--verbose",
+    "policy": "--policy",
+    "n_envs": "--n-envs",
+    "n_timesteps": "--timesteps",
+}
+
+
+#: ``--hyperparams`` keys that describe the run rather than the model.
+RUN_KEYS = ("normalize", "env_wrapper")
+
+
+class TrainSettings(NamedTuple):
+    """Everything a ``train`` run uses, after presets, defaults and flags are combined."""
+
+    env: EnvInfo
+    n_envs: int
+    timesteps: int
+    policy: str
+    normalize: bool
+    #: ``VecNormalize`` arguments when ``normalize`` is set (empty: its defaults).
+    normalize_kwargs: dict[str, Any]
+    #: Wrappers of each env, outside its ``Monitor`` (the preset's or ``--hyperparams``' ``env_wrapper``).
+    env_wrapper: tuple[WrapperSpec, ...]
+    hyperparameters: dict[str, Any]
+    seed: int
+    source: str
+    #: Keyword arguments of ``gymnasium.make`` (the preset's ``env_kwargs`` with ``--env-kwargs`` over them).
+    env_kwargs: dict[str, Any]
+
+
+class _Base(NamedTuple):
+    """The settings a run starts from: its preset's, or the defaults, before the command line's."""
+
+    n_envs: int
+    timesteps: int
+    policy: str
+    normalize: bool
+    normalize_kwargs: dict[str, Any]
+    env_wrapper: tuple[WrapperSpec, ...]
+    hyperparameters: dict[str, Any]
+    env_kwargs: dict[str, Any]
+    source: str
+
+
+def train_settings(args: argparse.Namespace) -> TrainSettings:
+    """Combine the preset (or the defaults) with the command-line flags, checking everything."""
+    overrides = parse_hyperparams(args.hyperparams or [])
+    _check_hyperparameter_keys(overrides)
+    try:
+        overrides = zoo_schedules(overrides)
+    except ValueError as error:
+        raise UsageError(f"--hyperparams {error}") from None
+    info = resolve_env(args.env_id)
+    base = _base_settings(info, _preset(info))
+    normalize, vec_normalize_kwargs, wrappers = base.normalize, base.normalize_kwargs, base.env_wrapper
+    if "normalize" in overrides:
+        try:
+            parsed = normalize_kwargs(overrides.pop("normalize"))
+        except ValueError as error:
+            raise UsageError(f"--hyperparams {error}") from None
+        normalize, vec_normalize_kwargs = parsed is not None, parsed or {}
+    if "env_wrapper" in overrides:
+        try:
+            wrappers = env_wrappers(overrides.pop("env_wrapper"), atari=info.atari)
+        except ValueError as error:
+            raise UsageError(f"--hyperparams {error}") from None
+    hyperparameters = {**base.hyperparameters, **overrides}
+    env_kwargs = {**base.env_kwargs, **env_kwargs_option(args.env_kwargs)}
+    if "policy_kwargs" in hyperparameters:
+        hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
+    return TrainSettings(
+        env=info,
+        n_envs=base.n_envs if args.n_envs is None else args.n_envs,
+        timesteps=base.timesteps if args.timesteps is None else args.timesteps,
+        policy=base.policy if args.policy is None else args.policy,
+        normalize=normalize,
+        normalize_kwargs=vec_normalize_kwargs,
+        env_wrapper=wrappers,
+        hyperparameters=hyperparameters,
+        seed=args.seed,
+        source=base.source,
+        env_kwargs=env_kwargs,
+    )
+
+
+def _preset(info: EnvInfo) -> Preset | None:
+    """The preset for the environment, its keys and values checked; ``None`` where there is none."""
+    try:
+        preset = load_preset(info.env_id, atari_defaults=ATARI_DEFAULTS if info.atari else None)
+    except KeyError:
+        return None
+    except PresetError as error:
+        raise UsageError(str(error)) from None
+    _check_hyperparameter_keys(preset.hyperparameters, preset)
+    _check_preset_values(preset)
+    return preset
+
+
+#: What a run applies to an Atari game, whatever its settings.
+_ATARI_RUN = f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant)"
+
+
+def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
+    """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which."""
+    env_id = info.env_id
+    if preset is not None:
+        source = f"Using the tuned preset for {env_id} ({PRESET_FILE})."
+        if info.atari:
+            which = (
+                "the tuned preset ("
+                if preset.entry != ATARI_ENTRY
+                else (f"the preset '{ATARI_ENTRY}' (defaults for Atari games, ")
+            )
+            source = f"Using {which}{PRESET_FILE}) for {env_id}, over SB2 run_atari's settings {_ATARI_RUN}."
+        base = _Base(
+            preset.n_envs,
+            preset.n_timesteps,
+            preset.policy,
+            preset.normalize,
+            dict(preset.normalize_kwargs),
+            preset.env_wrapper,
+            dict(preset.hyperparameters),
+            dict(preset.env_kwargs),
+            source,
+        )
+    elif info.atari:
+        source = f"No preset for {env_id}: using ACER's defaults with SB2 run_atari's settings {_ATARI_RUN}."
+        base = _Base(
+            ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", False, {}, (), {"lr_schedule": "constant"}, {}, source
+        )
+    else:
+        source = f"No preset for {env_id}: using ACER's defaults."
+        base = _Base(DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), {}, {}, source)
+    sticky = gym.spec(env_id).kwargs.get("repeat_action_probability", 0.0) if info.atari else 0.0
+    if sticky:
+        source = base.source + (
+            f" {env_id} keeps its sticky actions (repeat_action_probability={sticky}, as its version "
+            "defines); NoFrameskip-v4 ids, as SB2's run_atari used, have none."
+        )
+        base = base._replace(source=source)
+    return base
+
+
+def env_kwargs_option(items: list[str] | None) -> dict[str, Any]:
+    """``--env-kwargs key=value ...``, read as ``--hyperparams`` are."""
+    parsed = parse_hyperparams(items or [], flag="--env-kwargs")
+    try:
+        return check_env_kwargs(parsed)
+    except ValueError as error:
+        raise UsageError(f"--{error}".replace("--env_kwargs", "--env-kwargs", 1)) from None
+
+
+def _check_preset_values(preset: Preset) -> None:
+    """The preset's own settings, checked as ACER checks them (without an env), so that a value it refuses
+    is reported as the preset file's, not as the command's."""
+    try:
+        ACER.check_settings(preset.policy, **{**preset.hyperparameters, "verbose": 0})
+    except (ValueError, TypeError) as error:
+        label = repr(preset.entry) + (f" (for {preset.env_id})" if preset.entry != preset.env_id else "")
+        raise UsageError(f"preset {label} in {PRESET_FILE}: {one_line(error)}") from None
+
+
+def _accepted_hyperparameters() -> list[str]:
+    parameters = inspect.signature(ACER.__init__).parameters
+    excluded = {"self", "policy", "env", "_init_setup_model", *OWN_FLAGS}
+    return sorted(set(parameters) - excluded)
+
+
+def _check_hyperparameter_keys(hyperparams: dict[str, Any], preset: Preset | None = None) -> None:
+    """Refuse a key that is not an ACER argument (nor ``normalize`` or ``env_wrapper`` on the command line);
+    for the arguments of a ``preset``, the message names the preset."""
+    accepted = _accepted_hyperparameters()
+    run_keys = RUN_KEYS if preset is None else ()
+    where = "" if preset is None else _preset_label(preset)
+    for key in hyperparams:
+        if key in OWN_FLAGS and preset is None:
+            raise UsageError(f"--hyperparams {key}: use {OWN_FLAGS[key]} instead")
+        if key not in accepted and key not in run_keys:
+            listed = ", ".join([*accepted, *run_keys])
+            raise UsageError(f"{where}unknown hyperparameter {key!r} for ACER; accepted: {listed}")
+
+
+def _preset_label(preset: Preset) -> str:
+    """How an error names ``preset``, as :func:`~sb3_acer.presets.load_preset` does."""
+    suffix = f" (for {preset.env_id})" if preset.entry != preset.env_id else ""
+    return f"preset {preset.entry!r}{suffix} in {PRESET_FILE}: "
+
+
+def _resolve_policy_kwargs(policy_kwargs: Any) -> Any:
+    try:
+        return resolve_policy_kwargs(policy_kwargs)
+    except ValueError as error:
+        raise UsageError(str(error)) from None

@@ -1,0 +1,383 @@
+"""``sb3-acer enjoy``: playing a saved model in the env, wrappers and normalisation it was trained with,
+videos, and its one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import sys
+import types
+import zipfile
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from cli_helpers import (
+    assert_one_line_error,
+    run,
+    train,
+)
+from gymnasium import spaces
+
+from sb3_acer import ACER
+
+
+def test_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "nothing.zip"))
+    assert_one_line_error(code, err, 2, "no model file")
+
+
+def test_enjoy_prints_the_returns_of_n_episodes(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path)[0] == 0
+    run_dir = tmp_path / "CartPole-v1_0"
+    code, out, err = run(capsys, "enjoy", str(run_dir), "--episodes", "3", "--deterministic", "--seed", "5")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("episode ")]
+    assert len(lines) == 3
+    returns = [float(line.split("return ")[1].split(",")[0]) for line in lines]
+    lengths = [int(line.split("length ")[1]) for line in lines]
+    assert returns == [float(length) for length in lengths]  # CartPole pays 1 per step
+    assert f"mean return over 3 episodes {np.mean(returns):.2f} +/- {np.std(returns):.2f}" in out
+    # Same seed, deterministic actions: the same episodes.
+    again = run(
+        capsys, "enjoy", str(run_dir / "model.zip"), "--episodes", "3", "--deterministic", "--seed", "5"
+    )
+    assert again[1] == out
+
+
+def test_enjoy_refuses_an_env_that_does_not_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path))
+    assert_one_line_error(code, err, 2, "pass --env ENV_ID")
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "Acrobot-v1")
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+
+
+class _RenderEnv(gym.Env):
+    """Episodes of 4 steps, rendered as a small grey frame."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._t = 0
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._t += 1
+        return np.full(2, self._t / 4, dtype=np.float32), 1.0, self._t >= 4, False, {}
+
+    def render(self) -> np.ndarray:
+        return np.full((8, 8, 3), 100 + self._t, dtype=np.uint8)
+
+
+@pytest.fixture
+def render_env_id() -> Any:
+    env_id = "Sb3AcerTestRender-v0"
+    gym.register(env_id, entry_point=_RenderEnv)
+    yield env_id
+    del gym.registry[env_id]
+
+
+def test_enjoy_video_needs_moviepy(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # import moviepy raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--video-folder", "v")
+    assert code == 1
+    assert err == "error: video recording needs moviepy: pip install moviepy\n"
+
+
+def test_enjoy_render_without_pygame_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pygame", None)  # import pygame raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, out, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--render")
+    assert_one_line_error(code, err, 1, "cannot show CartPole-v1: pygame is not installed")
+    assert "pip install" in err and "episode" not in out
+
+
+@pytest.fixture
+def fake_moviepy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """moviepy's ImageSequenceClip, recording the name and the number of frames of each video written."""
+    written: list[tuple[str, int]] = []
+
+    class ImageSequenceClip:  # stands in for moviepy's: records what would be encoded
+        def __init__(self, frames: list[np.ndarray], fps: float) -> None:
+            self.frames = frames
+
+        def write_videofile(self, path: str, logger: Any = None) -> None:
+            written.append((pathlib.Path(path).name, len(self.frames)))
+            pathlib.Path(path).write_bytes(b"video")
+
+    fake = {name: types.ModuleType(name) for name in ("moviepy", "moviepy.video", "moviepy.video.io")}
+    clip_module = types.ModuleType("moviepy.video.io.ImageSequenceClip")
+    clip_module.ImageSequenceClip = ImageSequenceClip  # type: ignore[attr-defined]
+    fake["moviepy.video.io.ImageSequenceClip"] = clip_module
+    for name, module in fake.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return written
+
+
+def test_enjoy_that_fails_before_playing_leaves_no_video_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, fake_moviepy: list[tuple[str, int]]
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    videos = tmp_path / "new" / "videos"
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "Acrobot-v1", "--video-folder", str(videos))
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+    assert not (tmp_path / "new").exists() and fake_moviepy == []
+
+
+def test_enjoy_video_without_pygame_is_one_line_and_leaves_no_folder(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_moviepy: list[tuple[str, int]],
+) -> None:
+    monkeypatch.setitem(sys.modules, "pygame", None)  # import pygame raises ImportError
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    videos = tmp_path / "new" / "videos"
+    code, _, err = run(
+        capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--video-folder", str(videos)
+    )
+    assert_one_line_error(code, err, 1, "cannot record CartPole-v1: pygame is not installed")
+    assert not (tmp_path / "new").exists() and fake_moviepy == []
+
+
+def test_enjoy_records_one_video_per_episode(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, render_env_id: str, fake_moviepy: list[Any]
+) -> None:
+    written = fake_moviepy
+
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", render_env_id, n_steps=5).save(model_path)
+    videos = tmp_path / "videos"
+    code, out, err = run(
+        capsys,
+        "enjoy",
+        str(model_path),
+        "--env",
+        render_env_id,
+        "--episodes",
+        "2",
+        "--video-folder",
+        str(videos),
+    )
+    assert code == 0, err
+    assert out.count("return 4.00, length 4") == 2
+    # Two whole episodes of 5 frames (reset + 4 steps); not the episode begun by the final auto-reset.
+    assert written == [(f"{render_env_id}-episode-0.mp4", 5), (f"{render_env_id}-episode-1.mp4", 5)]
+
+
+def test_enjoy_carries_the_lstm_state_of_a_recurrent_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpLstmPolicy", "CartPole-v1", n_steps=5, policy_kwargs=dict(n_lstm=8)).save(model_path)
+    seen: list[tuple[bool, np.ndarray]] = []
+    original = ACER.predict
+
+    def spy(self: ACER, observation: Any, state: Any = None, episode_start: Any = None, **kwargs: Any) -> Any:
+        seen.append((state is not None, np.asarray(episode_start).copy()))
+        return original(self, observation, state=state, episode_start=episode_start, **kwargs)
+
+    monkeypatch.setattr(ACER, "predict", spy)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--episodes", "1")
+    assert code == 0, err
+    assert len(seen) > 2
+    assert not seen[0][0] and seen[0][1].all()  # first step: no state yet, episode start
+    # Every later step gets the state returned by the previous one.
+    assert all(has_state for has_state, _ in seen[1:])
+    assert not seen[1][1].any()
+
+
+def test_enjoy_follows_the_run_description_over_stray_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path / "a", "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    assert train(capsys, tmp_path / "b", "--timesteps", "100")[0] == 0
+    model = tmp_path / "b" / "CartPole-v1_0" / "model.zip"
+    plain = run(capsys, "enjoy", str(model), "--episodes", "2", "--deterministic")
+    stray = tmp_path / "a" / "CartPole-v1_0" / "model.vecnormalize.npz"
+    (model.parent / stray.name).write_bytes(stray.read_bytes())  # model.json says normalize: false
+    assert run(capsys, "enjoy", str(model), "--episodes", "2", "--deterministic") == plain
+
+
+def test_enjoy_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--device", "bogus")
+    assert_one_line_error(code, err, 2, "argument --device: unusable torch device 'bogus'")
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--seed", "-1")
+    assert_one_line_error(code, err, 2, "argument --seed: expected a seed in [0, 2**32 - 1]")
+    # A space whose repr spans lines still gives one line.
+    gym.register("WideBox-v0", entry_point=_WideBoxEnv)
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "WideBox-v0")
+    assert_one_line_error(code, err, 2, "the model does not fit WideBox-v0")
+    for text, reason in (("{bad", "Expecting property name"), ("[1]", "not a run description")):
+        (tmp_path / "model.json").write_text(text)
+        code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1")
+        assert_one_line_error(code, err, 1, f"cannot read {tmp_path / 'model.json'}: {reason}")
+
+
+class _WideBoxEnv(gym.Env):
+    observation_space = spaces.Box(-np.arange(1.0, 31.0), np.arange(1.0, 31.0), dtype=np.float64)
+    action_space = spaces.Discrete(2)
+
+
+def test_enjoy_plays_a_model_normalised_without_clipping(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    hyperparams = "normalize=dict(clip_obs=1e999, clip_reward=1e999)"  # infinite bounds: no clipping
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", hyperparams)[0] == 0
+    code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0" / "model.zip"), "--episodes", "1")
+    assert code == 0, err
+    assert "mean return over 1 episode" in out
+
+
+def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    model = tmp_path / "CartPole-v1_0" / "model.zip"
+    description = model.with_suffix(".json")
+    good = description.read_text()
+    for value in ("5", '["CartPole-v1"]'):
+        description.write_text(f'{{"env_id": {value}}}')
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(code, err, 1, f"cannot read {description}: 'env_id' must be a str, got")
+    description.write_text(good)
+    statistics = model.with_suffix(".vecnormalize.npz")
+    np.savez(
+        tmp_path / "wrong.npz",
+        obs_mean=np.zeros(7),
+        obs_var=np.ones(7),
+        obs_count=1.0,
+        norm_obs=True,
+        clip_obs=10.0,
+        clip_reward=10.0,
+        gamma=0.99,
+        epsilon=1e-8,
+        ret_mean=0.0,
+        ret_var=1.0,
+        ret_count=1.0,
+    )
+    good_statistics = statistics.read_bytes()
+    with np.load(statistics) as saved:
+        fields = {name: saved[name] for name in saved.files}
+    damaged = []
+    for name, value, reason in (
+        ("clip_obs", np.array([10.0, 10.0]), "clip_obs is not a number: float64[2]"),
+        ("obs_var", np.full(4, np.nan), "observation statistics hold NaN, inf or a negative variance"),
+        ("obs_var", -np.ones(4), "observation statistics hold NaN, inf or a negative variance"),
+        ("epsilon", np.float64(0.0), "epsilon = 0.0 is out of range"),
+    ):
+        buffer = io.BytesIO()
+        np.savez(buffer, **{**fields, name: value})
+        damaged.append((buffer.getvalue(), reason))
+    flipped = bytearray(good_statistics)
+    with zipfile.ZipFile(io.BytesIO(good_statistics)) as archive:
+        first = archive.infolist()[0]
+    name_length, extra_length = np.frombuffer(good_statistics, "<u2", 2, first.header_offset + 26)
+    flipped[first.header_offset + 30 + name_length + extra_length + first.file_size - 1] ^= 0xFF  # CRC fails
+    for content, reason in (
+        (b"garbage", "cannot read"),
+        (
+            (tmp_path / "wrong.npz").read_bytes(),
+            "observation statistics of shape (7,), for observations of shape (4,)",
+        ),
+        (good_statistics[: len(good_statistics) // 2], "damaged (truncated or corrupt)"),
+        (bytes(flipped), "damaged (truncated or corrupt)"),
+        *damaged,
+    ):
+        statistics.write_bytes(content)
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(code, err, 1, f"cannot read {statistics}: ")
+        assert reason in err
+    with zipfile.ZipFile(model) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(entries["data.json"])
+    data["policy_class"] = "CnnPolicy"  # a file that contradicts itself: images expected, CartPole's vector
+    entries["data.json"] = json.dumps(data).encode()
+    contradicting = tmp_path / "contradicting.zip"
+    with zipfile.ZipFile(contradicting, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    code, _, err = run(capsys, "enjoy", str(contradicting), "--env", "CartPole-v1")
+    assert_one_line_error(code, err, 1, f"cannot load {contradicting}: load: the policy cannot be built")
+    for device in ("meta", "xpu"):
+        code, _, err = run(capsys, "enjoy", str(model), "--device", device)
+        assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
+
+
+def test_enjoy_checks_its_video_folder_and_the_env_before_playing(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert (
+        train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "env_wrapper=TimeFeatureWrapper")[0]
+        == 0
+    )
+    run_dir = str(tmp_path / "CartPole-v1_0")
+    (tmp_path / "afile").write_text("mine")
+    code, _, err = run(capsys, "enjoy", run_dir, "--video-folder", str(tmp_path / "afile"))
+    assert_one_line_error(code, err, 2, f"--video-folder {tmp_path / 'afile'} is a file, not a folder")
+    (tmp_path / "videos").mkdir()
+    (tmp_path / "videos" / "CartPole-v1-episode-0.mp4").write_text("an earlier video")
+    code, _, err = run(capsys, "enjoy", run_dir, "--video-folder", str(tmp_path / "videos"))
+    assert_one_line_error(code, err, 2, f"--video-folder {tmp_path / 'videos'} already holds videos")
+    code, _, err = run(capsys, "enjoy", run_dir, "--env", "FrozenLake-v1")
+    assert_one_line_error(
+        code, err, 2, "cannot make FrozenLake-v1 for the model: env_wrapper TimeFeatureWrapper"
+    )
+    (tmp_path / "CartPole-v1_0" / "model.json").write_text('{"normalize": false}')
+    code, _, err = run(capsys, "enjoy", run_dir)
+    assert_one_line_error(
+        code, err, 2, f"pass --env ENV_ID ({tmp_path / 'CartPole-v1_0' / 'model.json'} names no"
+    )
+
+
+def test_enjoy_of_a_normalised_model_on_another_env_says_it_does_not_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--env", "Acrobot-v1")
+    assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
+
+
+def test_ctrl_c_in_enjoy_prints_the_episodes_played(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    predict = ACER.predict
+    calls = []
+
+    def interrupted_later(self: ACER, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 200:
+            raise KeyboardInterrupt
+        return predict(self, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "predict", interrupted_later)
+    code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--episodes", "1000")
+    assert code == 130 and err == "interrupted\n"
+    assert "CartPole-v1: mean return over" in out and out.count("episode ") >= 2
