@@ -66,10 +66,10 @@ def register_minatar_envs() -> None:
         return
     try:
         from minatar import gym as minatar_gym
-    except ImportError as error:
-        raise ImportError(
-            f"the MinAtar games need the minatar package: {INSTALL} ({error})", name="minatar"
-        ) from None
+    except ModuleNotFoundError as error:
+        if error.name not in ("minatar", "minatar.gym"):
+            raise  # a module minatar needs, which its own error names
+        raise ImportError(f"the MinAtar games need the minatar package: {INSTALL}", name="minatar") from None
     minatar_gym.register_envs()
 
 
