@@ -11,7 +11,8 @@ whose steps/s then share the machine). For each (game, algorithm, seed) the scri
 * the mean return of the last 100 training episodes (``Monitor``; the final return of the issue's table);
 * a deterministic evaluation of the final policy (``--eval-episodes`` on a separately seeded env, each
   episode cut at ``EVAL_STEP_LIMIT`` steps in case a greedy policy never loses);
-* the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps;
+* the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps,
+  with the training wall-clock there;
 * env steps per second of training, and the machine.
 
 The peers' settings (:data:`PEERS`) are rl-baselines3-zoo's Atari settings for PPO and A2C and the MinAtar
@@ -78,8 +79,9 @@ def linear(initial: float) -> Callable[[float], float]:
 # (SpaceInvaders 14.1 -> 30.7 with a constant step) and that more replay pays (replay_ratio 8: 52.0, twice
 # PPO's and A2C's). So: a constant step and replay ratio 8, otherwise the defaults (ent_coef 0.01 and the
 # trust region's delta 1 suit MinAtar's rewards, which are 0 or 1 per step like clipped Atari rewards).
-# 16 envs as A2C's zoo settings; the replay memory holds the last 16 x 5000 = 80k steps (128 MB of float32
-# frames for Seaquest). Not yet tuned: the same settings for every game until the 1M-step runs say more.
+# 16 envs as A2C's zoo settings; the replay memory holds the last 16 x 5000 = 80k steps (float32 frames:
+# 137 MB for Breakout, 339 MB for Seaquest). Not yet tuned: the same settings for every game until the
+# 1M-step runs say more.
 ACER_DEFAULT: dict[str, Any] = dict(
     n_envs=16,
     policy="CnnPolicy",
@@ -170,11 +172,12 @@ class RunResult:
     settings: dict[str, Any]
     curve_steps: list[int] = field(default_factory=list)
     curve_returns: list[float] = field(default_factory=list)
+    curve_seconds: list[float] = field(default_factory=list)  # training wall-clock at each curve point
 
 
 class CurveRecorder(BaseCallback):
-    """Records the mean return of the last ``window`` training episodes (``Monitor``) every ``every`` env
-    steps, and all episodes' count and the final mean."""
+    """Records the mean return of the last ``window`` training episodes (``Monitor``) and the training
+    wall-clock every ``every`` env steps, and the number of episodes."""
 
     def __init__(self, every: int, window: int = WINDOW) -> None:
         super().__init__()
@@ -183,6 +186,11 @@ class CurveRecorder(BaseCallback):
         self.n_episodes = 0
         self.steps: list[int] = []
         self.means: list[float] = []
+        self.seconds: list[float] = []
+        self._start = 0.0
+
+    def _on_training_start(self) -> None:
+        self._start = time.perf_counter()
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
@@ -192,6 +200,7 @@ class CurveRecorder(BaseCallback):
         if self.returns and (not self.steps or self.num_timesteps - self.steps[-1] >= self.every):
             self.steps.append(self.num_timesteps)
             self.means.append(float(np.mean(self.returns)))
+            self.seconds.append(time.perf_counter() - self._start)
         return True
 
     def final(self) -> float | None:
@@ -272,6 +281,7 @@ def run_one(
         settings=describe(algo, game, overrides),
         curve_steps=recorder.steps,
         curve_returns=recorder.means,
+        curve_seconds=recorder.seconds,
     )
 
 

@@ -157,3 +157,26 @@ def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ImportError, match=r'the minatar package: pip install "sb3-acer\[minatar\]"') as info:
         make_minatar_env("MinAtar/Breakout-v1")
     assert "\n" not in str(info.value) and info.value.name == "minatar"
+
+
+def test_benchmark_gives_every_algorithm_the_same_network() -> None:
+    from benchmarks.minatar_games import ALGOS, make_model
+
+    sizes = {}
+    for algo in ALGOS:
+        model, env = make_model(algo, "Breakout", seed=0, overrides={})
+        extractor = (
+            model.policy.q_net.features_extractor if algo == "DQN" else model.policy.features_extractor
+        )
+        assert isinstance(extractor, MinAtarCNN), algo
+        sizes[algo] = sum(p.numel() for p in model.policy.parameters() if p.requires_grad)
+        env.close()
+    # the extractor's 131,792 parameters, then linear heads on its 128 features (3 actions): ACER's policy and
+    # Q heads, PPO's and A2C's policy and value heads, DQN's Q head (and its target network's copy).
+    extractor = 4 * 16 * 9 + 16 + 1024 * 128 + 128
+    assert sizes == {
+        "ACER": extractor + 2 * (128 * 3 + 3),
+        "PPO": extractor + 128 * 3 + 3 + 128 + 1,
+        "A2C": extractor + 128 * 3 + 3 + 128 + 1,
+        "DQN": 2 * (extractor + 128 * 3 + 3),
+    }
