@@ -62,7 +62,7 @@ def register_minatar_envs() -> None:
     Raises:
         ImportError: the ``minatar`` package is not installed; the message says how to install it.
     """
-    if any(env_id.startswith(f"{NAMESPACE}/") for env_id in gym.registry):
+    if any(is_minatar_id(env_id) for env_id in gym.registry):
         return
     try:
         from minatar import gym as minatar_gym
