@@ -1,0 +1,386 @@
+"""ACER against SB3's PPO, A2C and DQN on MinAtar (Young & Tian 2019), with the same network and budget.
+
+Every algorithm learns from the channel-first float view of MinAtar's boolean frames
+(:class:`sb3_acer.envs.minatar.MinAtarObservation`) with the MinAtar paper's network,
+:class:`sb3_acer.torch_layers.MinAtarCNN` (a 3x3 convolution with 16 channels, then 128 units), the heads
+directly on its features (``net_arch=[]``), for the same number of env steps, with the games' defaults
+(``MinAtar/<Game>-v1``: minimal action set, sticky actions with probability 0.1, difficulty ramping).
+Runs go one after the other in one process with ``torch.set_num_threads(1)`` (``--jobs N``: N processes,
+whose steps/s then share the machine). For each (game, algorithm, seed) the script records:
+
+* the mean return of the last 100 training episodes (``Monitor``; the final return of the issue's table);
+* a deterministic evaluation of the final policy (``--eval-episodes`` on a separately seeded env, each
+  episode cut at ``EVAL_STEP_LIMIT`` steps in case a greedy policy never loses);
+* the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps,
+  with the training wall-clock there;
+* env steps per second of training, and the machine.
+
+The peers' settings (:data:`PEERS`) are rl-baselines3-zoo's Atari settings for PPO and A2C and the MinAtar
+paper's DQN, adapted to MinAtar and the budget as their comments say. ACER's (:data:`ACER_PRESETS`) are
+the candidate MinAtar presets, in ``acer.yml``'s keys; ``--set key=value`` overrides them (for tuning).
+
+Usage::
+
+    python benchmarks/minatar_games.py --games Breakout SpaceInvaders --seeds 0 1 2 --timesteps 1000000 \\
+        --out benchmarks/results/minatar.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+from stable_baselines3.common.vec_env import VecEnv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import parse_overrides, write_results
+from sb3_acer import ACER
+from sb3_acer.envs.minatar import MINATAR_GAMES, make_minatar_env, minatar_id
+from sb3_acer.torch_layers import MinAtarCNN
+
+#: Every algorithm's network: the paper's CNN, the policy/value/Q heads directly on its 128 features.
+NETWORK: dict[str, Any] = dict(features_extractor_class=MinAtarCNN, net_arch=[])
+
+#: A greedy policy may never lose (Breakout's bricks come back): evaluation episodes end here.
+EVAL_STEP_LIMIT = 10_000
+
+#: Training episodes the final return and each point of the learning curve average over.
+WINDOW = 100
+
+
+def linear(initial: float) -> Callable[[float], float]:
+    """SB3 schedule from ``initial`` down to 0 (the zoo's ``lin_<initial>``)."""
+    return lambda progress_remaining: progress_remaining * initial
+
+
+# Candidate ACER presets (acer.yml's keys). The issue's single-seed runs at 500k steps (ACER's defaults:
+# n_steps 20, 7e-4) found that the default linear decay of the step to 0 costs most of the return
+# (SpaceInvaders 14.1 -> 30.7 with a constant step) and that more replay pays (replay_ratio 8: 52.0, twice
+# PPO's and A2C's). So: a constant step and replay ratio 8, otherwise the defaults (ent_coef 0.01 and the
+# trust region's delta 1 suit MinAtar's rewards, which are 0 or 1 per step like clipped Atari rewards).
+# 16 envs as A2C's zoo settings; the replay memory holds the last 16 x 5000 = 80k steps (float32 frames:
+# 137 MB for Breakout, 339 MB for Seaquest). Not yet tuned: the same settings for every game until the
+# 1M-step runs say more.
+ACER_DEFAULT: dict[str, Any] = dict(
+    n_envs=16,
+    policy="CnnPolicy",
+    policy_kwargs="dict(features_extractor_class=MinAtarCNN, net_arch=[])",
+    n_steps=20,
+    learning_rate=7e-4,
+    lr_schedule="constant",
+    replay_ratio=8,
+    buffer_size=5000,
+    replay_start=1000,
+    ent_coef=0.01,
+)
+ACER_PRESETS: dict[str, dict[str, Any]] = {game: dict(ACER_DEFAULT) for game in MINATAR_GAMES}
+
+# The peers, each as (n_envs, constructor keyword arguments); the network (NETWORK) is added to each.
+PEERS: dict[str, tuple[int, dict[str, Any]]] = {
+    # rl-baselines3-zoo hyperparams/ppo.yml, atari: 8 envs x 128 steps, 4 epochs of minibatches of 256,
+    # step 2.5e-4 and clip range 0.1 both decaying linearly to 0, ent_coef 0.01, vf_coef 0.5. Unchanged:
+    # the zoo's budget is 10M Atari steps, and PPO on MinAtar is commonly run with these settings.
+    "PPO": (
+        8,
+        dict(
+            n_steps=128,
+            n_epochs=4,
+            batch_size=256,
+            learning_rate=linear(2.5e-4),
+            clip_range=linear(0.1),
+            vf_coef=0.5,
+            ent_coef=0.01,
+        ),
+    ),
+    # rl-baselines3-zoo hyperparams/a2c.yml, atari: 16 envs x 5 steps, ent_coef 0.01, vf_coef 0.25,
+    # RMSprop as TensorFlow's (eps 1e-5), SB3's constant step 7e-4.
+    "A2C": (
+        16,
+        dict(
+            ent_coef=0.01,
+            vf_coef=0.25,
+            policy_kwargs=dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5)),
+        ),
+    ),
+    # The MinAtar paper's DQN (examples/dqn.py in kenjyoung/MinAtar): one env, an update of a batch of 32
+    # after every step, replay memory of 100k, updates from 5000 steps on, target network copied every 1000
+    # steps, epsilon from 1 to 0.1 over the first 100k steps, Huber loss (SB3's), gamma 0.99, centred RMSprop
+    # (step 2.5e-4, decay 0.95, eps 0.01). Scaled to the budget: epsilon decays over the first 10% of the
+    # run (the paper's 100k steps at 1M; the paper ran 5M, 2%). SB3 clips the gradient's norm at 10 (the
+    # paper does not clip). The frames are stored once (optimize_memory_usage; MinAtar never truncates an
+    # episode, so no timeout handling is lost).
+    "DQN": (
+        1,
+        dict(
+            buffer_size=100_000,
+            learning_starts=5000,
+            batch_size=32,
+            train_freq=1,
+            gradient_steps=1,
+            target_update_interval=1000,
+            exploration_fraction=0.1,
+            exploration_initial_eps=1.0,
+            exploration_final_eps=0.1,
+            gamma=0.99,
+            learning_rate=2.5e-4,
+            optimize_memory_usage=True,
+            replay_buffer_kwargs=dict(handle_timeout_termination=False),
+            policy_kwargs=dict(
+                optimizer_class=th.optim.RMSprop,
+                optimizer_kwargs=dict(alpha=0.95, eps=0.01, centered=True),
+            ),
+        ),
+    ),
+}
+
+ALGOS = ("ACER", "PPO", "A2C", "DQN")
+
+
+@dataclass
+class RunResult:
+    algo: str
+    env_id: str
+    seed: int
+    n_timesteps: int
+    n_episodes: int
+    final_train_return: float | None  # mean of the last WINDOW training episodes
+    final_eval_mean: float
+    final_eval_std: float
+    steps_per_second: float
+    train_seconds: float
+    settings: dict[str, Any]
+    curve_steps: list[int] = field(default_factory=list)
+    curve_returns: list[float] = field(default_factory=list)
+    curve_seconds: list[float] = field(default_factory=list)  # training wall-clock at each curve point
+
+
+class CurveRecorder(BaseCallback):
+    """Records the mean return of the last ``window`` training episodes (``Monitor``) and the training
+    wall-clock every ``every`` env steps, and the number of episodes."""
+
+    def __init__(self, every: int, window: int = WINDOW) -> None:
+        super().__init__()
+        self.every = max(1, every)
+        self.returns: deque[float] = deque(maxlen=window)
+        self.n_episodes = 0
+        self.steps: list[int] = []
+        self.means: list[float] = []
+        self.seconds: list[float] = []
+        self._start = 0.0
+
+    def _on_training_start(self) -> None:
+        self._start = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", []):
+            if "episode" in info:
+                self.returns.append(float(info["episode"]["r"]))
+                self.n_episodes += 1
+        if self.returns and (not self.steps or self.num_timesteps - self.steps[-1] >= self.every):
+            self.steps.append(self.num_timesteps)
+            self.means.append(float(np.mean(self.returns)))
+            self.seconds.append(time.perf_counter() - self._start)
+        return True
+
+    def final(self) -> float | None:
+        return float(np.mean(self.returns)) if self.returns else None
+
+
+def acer_kwargs(preset: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    """``(n_envs, policy, constructor keyword arguments)`` of an :data:`ACER_PRESETS` entry (its
+    ``policy_kwargs`` string read as acer.yml would give it, with MinAtarCNN by name)."""
+    kwargs = dict(preset)
+    n_envs, policy = kwargs.pop("n_envs"), kwargs.pop("policy")
+    kwargs.pop("policy_kwargs")  # the string documents the preset; the classes are NETWORK's
+    kwargs["policy_kwargs"] = dict(NETWORK)
+    return n_envs, policy, kwargs
+
+
+def make_model(algo: str, game: str, seed: int, overrides: dict[str, Any]) -> tuple[BaseAlgorithm, VecEnv]:
+    env_kwargs = dict(env_id=minatar_id(game))
+    if algo == "ACER":
+        n_envs, policy, kwargs = acer_kwargs({**ACER_PRESETS[game], **overrides})
+        env = make_vec_env(make_minatar_env, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
+        return ACER(policy, env, seed=seed, **kwargs), env
+    n_envs, peer = PEERS[algo]
+    kwargs = dict(peer)
+    kwargs["policy_kwargs"] = {**NETWORK, **kwargs.get("policy_kwargs", {})}
+    env = make_vec_env(make_minatar_env, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
+    cls = {"PPO": PPO, "A2C": A2C, "DQN": DQN}[algo]
+    return cls("CnnPolicy", env, seed=seed, **kwargs), env
+
+
+def describe(algo: str, game: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a run as JSON can hold them (schedules and classes by name)."""
+    if algo == "ACER":
+        return {**ACER_PRESETS[game], **overrides}
+    n_envs, kwargs = PEERS[algo]
+
+    def text(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: text(item) for key, item in value.items()}
+        if isinstance(value, type):
+            return value.__qualname__
+        if callable(value):
+            return f"linear from {value(1.0)} to 0"
+        return value
+
+    return {"n_envs": n_envs, "policy": "CnnPolicy", **text(kwargs), "network": "MinAtarCNN, net_arch=[]"}
+
+
+def run_one(
+    algo: str, game: str, seed: int, timesteps: int, eval_episodes: int, overrides: dict[str, Any]
+) -> RunResult:
+    th.set_num_threads(1)
+    model, env = make_model(algo, game, seed, overrides if algo == "ACER" else {})
+    recorder = CurveRecorder(every=timesteps // 100)
+    start = time.perf_counter()
+    model.learn(timesteps, callback=recorder)
+    train_seconds = time.perf_counter() - start
+    env.close()
+    eval_env = make_vec_env(
+        make_minatar_env,
+        n_envs=1,
+        seed=seed + 10_000,
+        env_kwargs=dict(env_id=minatar_id(game), max_episode_steps=EVAL_STEP_LIMIT),
+    )
+    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+    eval_env.close()
+    return RunResult(
+        algo=algo,
+        env_id=minatar_id(game),
+        seed=seed,
+        n_timesteps=model.num_timesteps,
+        n_episodes=recorder.n_episodes,
+        final_train_return=recorder.final(),
+        final_eval_mean=float(mean),  # type: ignore[arg-type]
+        final_eval_std=float(std),  # type: ignore[arg-type]
+        steps_per_second=model.num_timesteps / train_seconds,
+        train_seconds=train_seconds,
+        settings=describe(algo, game, overrides),
+        curve_steps=recorder.steps,
+        curve_returns=recorder.means,
+        curve_seconds=recorder.seconds,
+    )
+
+
+def summarise(results: list[RunResult]) -> str:
+    """A markdown table: per game and algorithm, the mean (± std over seeds) of the final training return
+    and of the evaluation, the median steps/s and its ratio to ACER's in the same run."""
+    lines = [
+        "| game | algo | seeds | final return, last 100 training episodes | deterministic eval "
+        "| env steps/s | steps/s / ACER's |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def spread(values: list[float]) -> str:
+        std = statistics.pstdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.mean(values):.1f} ± {std:.1f}"
+
+    for env_id in sorted({r.env_id for r in results}):
+        speed = {
+            algo: statistics.median(
+                [r.steps_per_second for r in results if (r.env_id, r.algo) == (env_id, algo)]
+            )
+            for algo in {r.algo for r in results if r.env_id == env_id}
+        }
+        for algo in [a for a in ALGOS if a in speed]:
+            runs = [r for r in results if (r.env_id, r.algo) == (env_id, algo)]
+            finals = [r.final_train_return for r in runs if r.final_train_return is not None]
+            ratio = f"{speed[algo] / speed['ACER']:.2f}" if "ACER" in speed else "-"
+            lines.append(
+                f"| {env_id} | {algo} | {len(runs)} | {spread(finals) if finals else '-'} | "
+                f"{spread([r.final_eval_mean for r in runs])} | {speed[algo]:,.0f} | {ratio} |"
+            )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", nargs="+", choices=MINATAR_GAMES, default=list(MINATAR_GAMES))
+    parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs in parallel processes (1 torch thread each)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an entry of ACER's presets (a Python literal), e.g. --set replay_ratio=4",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    return parser
+
+
+def _run(job: tuple[str, str, int, int, int, dict[str, Any]]) -> RunResult:
+    result = run_one(*job)
+    print(json.dumps({k: v for k, v in asdict(result).items() if not k.startswith("curve_")}), flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    overrides = parse_overrides(args.overrides)
+    unknown = set(overrides) - set(ACER_DEFAULT) - set(inspect.signature(ACER).parameters)
+    if unknown:
+        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+    jobs = [
+        (algo, game, seed, args.timesteps, args.eval_episodes, overrides)
+        for game in args.games
+        for algo in args.algos
+        for seed in args.seeds
+    ]
+    if args.jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            results = pool.map(_run, jobs, chunksize=1)
+    else:
+        results = [_run(job) for job in jobs]
+    print(summarise(results))
+    if args.out is not None:
+        write_results(
+            args.out,
+            script="minatar_games.py",
+            args=argv or sys.argv[1:],
+            machine=(
+                f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores, "
+                f"torch threads 1, {args.jobs} parallel job(s)"
+            ),
+            results=results,
+            acer_overrides=overrides,
+            window=WINDOW,
+            eval_step_limit=EVAL_STEP_LIMIT,
+        )
+
+
+if __name__ == "__main__":
+    main()
