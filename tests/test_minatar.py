@@ -180,3 +180,54 @@ def test_benchmark_gives_every_algorithm_the_same_network() -> None:
         "A2C": extractor + 128 * 3 + 3 + 128 + 1,
         "DQN": 2 * (extractor + 128 * 3 + 3),
     }
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_train_and_enjoy_a_minatar_game_by_id(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli_helpers import run
+
+    logs = tmp_path / "logs"
+    code, out, err = run(
+        capsys, "train", "MinAtar/Breakout-v1", "--timesteps", "200", "--n-envs", "2", "--no-progress-bar",
+        "--log-folder", str(logs),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "No preset for MinAtar/Breakout-v1: using ACER's defaults with MinAtar's settings" in out
+    model = ACER.load(logs / "MinAtar-Breakout-v1_0" / "model.zip")
+    assert model.observation_space == spaces.Box(0.0, 1.0, (4, 10, 10), np.float32)
+    assert isinstance(model.policy.features_extractor, MinAtarCNN)
+    assert model.lr_schedule == "constant"
+    code, out, err = run(
+        capsys, "enjoy", str(logs / "MinAtar-Breakout-v1_0" / "model.zip"), "--episodes", "1"
+    )
+    assert code == 0, err
+    assert "MinAtar/Breakout-v1: mean return over 1 episode " in out
+
+
+def test_a_cnn_policy_on_the_float_grid_needs_an_extractor(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import assert_one_line_error, run
+
+    common = ["--timesteps", "40", "--n-envs", "1", "--no-progress-bar", "--log-folder", str(tmp_path)]
+    code, _, err = run(capsys, "train", "MinAtar/Breakout-v1", *common, "--hyperparams", "policy_kwargs={}")
+    assert_one_line_error(code, err, 2, "CnnPolicy needs image observations")
+    mlp = ["--policy", "MlpPolicy", "--hyperparams", "policy_kwargs=dict(net_arch=[16])"]
+    code, _, err = run(capsys, "train", "MinAtar/Breakout-v1", *common, *mlp)
+    assert code == 0, err
+
+
+@pytest.mark.usefixtures("unregistered")
+def test_a_minatar_id_without_the_package_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import assert_one_line_error, run
+
+    monkeypatch.setitem(sys.modules, "minatar", None)
+    monkeypatch.setitem(sys.modules, "minatar.gym", None)
+    code, _, err = run(capsys, "train", "MinAtar/Breakout-v1", "--timesteps", "40")
+    assert_one_line_error(
+        code, err, 1, 'the MinAtar games need the minatar package: pip install "sb3-acer[minatar]"'
+    )

@@ -1,6 +1,6 @@
-"""The environments of the commands: an environment id checked (and Atari's games registered), its vector
-env built as a run uses it (``Monitor``, Atari preprocessing, the preset's wrappers), and the torch threads
-a command runs with."""
+"""The environments of the commands: an environment id checked (and Atari's or MinAtar's games
+registered), its vector env built as a run uses it (``Monitor``, Atari preprocessing, the preset's
+wrappers), and the torch threads a command runs with."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
 
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
+from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_minatar_envs
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
 
@@ -27,14 +28,23 @@ class EnvInfo(NamedTuple):
 
     env_id: str
     atari: bool
+    #: A MinAtar game: made by :func:`~sb3_acer.envs.minatar.make_minatar_env` (channel-first float view).
+    minatar: bool = False
 
 
 def resolve_env(env_id: str) -> EnvInfo:
-    """Check that ``env_id`` is registered (registering the Atari games of ``ale-py`` when it is installed).
+    """Check that ``env_id`` is registered (registering the Atari games of ``ale-py`` when it is installed,
+    and MinAtar's games for a ``MinAtar/...`` id).
 
     Raises:
+        CLIError: a MinAtar or Atari id without its package.
         UsageError: the id is unknown.
     """
+    if is_minatar_id(env_id):
+        try:
+            register_minatar_envs()
+        except ImportError as error:
+            raise CLIError(str(error)) from None
     if env_id not in gym.registry:
         try:
             import ale_py
@@ -49,7 +59,7 @@ def resolve_env(env_id: str) -> EnvInfo:
         spec = gym.spec(env_id)
     except (gym.error.Error, ModuleNotFoundError) as error:
         raise UsageError(f"unknown environment id {env_id!r}: {error}") from None
-    return EnvInfo(env_id=env_id, atari="ale_py" in str(spec.entry_point))
+    return EnvInfo(env_id=env_id, atari="ale_py" in str(spec.entry_point), minatar=is_minatar_id(env_id))
 
 
 def make_env(
@@ -93,7 +103,8 @@ def make_env(
 
             gym.register_envs(ale_py)
         try:
-            env = gym.make(info.env_id, **kwargs)
+            # MinAtar: registered in a SafeSubprocVecEnv worker too, and seen channel-first as floats
+            env = make_minatar_env(info.env_id, **kwargs) if info.minatar else gym.make(info.env_id, **kwargs)
         except gym.error.DependencyNotInstalled:
             raise
         except (TypeError, ValueError, KeyError, gym.error.Error) as error:

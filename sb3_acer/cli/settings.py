@@ -57,6 +57,13 @@ OWN_FLAGS = {
 }
 
 
+#: The settings of a MinAtar game without a preset: the MinAtar paper's network (one 3x3 convolution of 16
+#: channels, 128 units) and a constant learning rate; 16 envs; 1M steps.
+MINATAR_N_ENVS = 16
+MINATAR_TIMESTEPS = 1_000_000
+MINATAR_POLICY_KWARGS = "dict(features_extractor_class=MinAtarCNN, net_arch=[])"
+_MINATAR_RUN = "(CnnPolicy with MinAtarCNN, lr_schedule constant)"
+
 #: ``--hyperparams`` keys that describe the run rather than the model.
 RUN_KEYS = ("normalize", "env_wrapper")
 
@@ -179,6 +186,12 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
         source = f"No preset for {env_id}: using ACER's defaults with SB2 run_atari's settings {_ATARI_RUN}."
         base = _Base(
             ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", False, {}, (), {"lr_schedule": "constant"}, {}, source
+        )
+    elif info.minatar:
+        source = f"No preset for {env_id}: using ACER's defaults with MinAtar's settings {_MINATAR_RUN}."
+        hyperparameters = {"policy_kwargs": MINATAR_POLICY_KWARGS, "lr_schedule": "constant"}
+        base = _Base(
+            MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", False, {}, (), hyperparameters, {}, source
         )
     else:
         source = f"No preset for {env_id}: using ACER's defaults."

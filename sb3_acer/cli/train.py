@@ -11,6 +11,7 @@ from typing import Any
 
 from gymnasium import spaces
 from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
@@ -127,7 +128,15 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         return run(settings, args, run_dir, run_name, model_path)
 
 
-def _check_policy_fits(policy: str, env_id: str, observation_space: spaces.Space) -> None:
+def _check_policy_fits(
+    policy: str, env_id: str, observation_space: spaces.Space, hyperparameters: dict[str, Any]
+) -> None:
+    """A Cnn policy needs image observations, unless ``policy_kwargs`` names another features extractor
+    than NatureCNN (e.g. :class:`~sb3_acer.torch_layers.MinAtarCNN` for MinAtar's float grids)."""
+    policy_kwargs = hyperparameters.get("policy_kwargs")
+    extractor = policy_kwargs.get("features_extractor_class") if isinstance(policy_kwargs, dict) else None
+    if extractor not in (None, NatureCNN):
+        return
     if policy.startswith("Cnn") and not is_image_space(observation_space, check_channels=False):
         shape = getattr(observation_space, "shape", None)
         raise UsageError(
@@ -147,7 +156,9 @@ def _check_model(settings: TrainSettings) -> None:
     env: VecEnv | None = None
     try:
         env = training_env(settings, n_envs=1)
-        _check_policy_fits(settings.policy, settings.env.env_id, env.observation_space)
+        _check_policy_fits(
+            settings.policy, settings.env.env_id, env.observation_space, settings.hyperparameters
+        )
         ACER(settings.policy, env, seed=settings.seed, **settings.hyperparameters)
     except CLIError:
         raise

@@ -481,8 +481,12 @@ CLASS_KEYS = ("activation_fn", "optimizer_class", "features_extractor_class")
 
 def _class(key: str, name: str) -> type:
     """The class ``name`` gives for ``key``: an activation of ``torch.nn``, an optimizer of ``torch.optim``
-    (or SB3's ``RMSpropTFLike``), or an SB3 features extractor, by its short name, with a module prefix
-    (``nn.``, ``th.nn.``, ``torch.nn.``) or by its full path."""
+    (or SB3's ``RMSpropTFLike``), or an SB3 features extractor (or sb3-acer's ``MinAtarCNN``), by its short
+    name, with a module prefix (``nn.``, ``th.nn.``, ``torch.nn.``) or by its full path."""
+    if key == "features_extractor_class" and name in ("MinAtarCNN", "sb3_acer.torch_layers.MinAtarCNN"):
+        from sb3_acer.torch_layers import MinAtarCNN
+
+        return MinAtarCNN
     if key == "optimizer_class" and name in (*OPTIMIZERS, *OPTIMIZERS.values()):
         path = OPTIMIZERS.get(name, name)
         return getattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2])
