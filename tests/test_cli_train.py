@@ -176,7 +176,12 @@ def test_env_wrapper_wraps_training_evaluation_and_enjoy(
     info["env_wrapper"] = ["os.system"]
     (run_dir / "model.json").write_text(json.dumps(info))
     code, _, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
-    assert_one_line_error(code, err, 1, f"{run_dir / 'model.json'}: env_wrapper: unknown wrapper 'os.system'")
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"{run_dir / 'model.json'}: env_wrapper: os.system is not in a package the environment needs",
+    )
 
 
 def test_env_wrapper_that_does_not_fit_the_env_is_a_one_line_error(

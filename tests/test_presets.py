@@ -10,6 +10,7 @@ import sys
 import types
 from collections.abc import Callable
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
@@ -345,14 +346,27 @@ def test_env_wrapper_setting_is_read_as_the_zoo_writes_it(value: object, expecte
     assert env_wrappers(value) == expected
 
 
+def test_env_wrapper_takes_any_wrapper_class_by_its_path_unless_packages_are_limited() -> None:
+    spec = WrapperSpec("gymnasium.wrappers.TimeLimit", {"max_episode_steps": 5})
+    assert env_wrappers({"gymnasium.wrappers.TimeLimit": {"max_episode_steps": 5}}) == (spec,)
+    assert env_wrappers([{spec.name: spec.kwargs}], packages={"gymnasium"}) == (spec,)
+    with pytest.raises(ValueError, match=r"not in a package the environment needs \(minigrid\); pass --gym"):
+        env_wrappers("gymnasium.wrappers.TimeLimit", packages={"minigrid"})
+    env = wrapper_class((spec,))(gym.make("CartPole-v1"))  # type: ignore[misc]
+    env.reset(seed=0)
+    assert [env.step(0)[3] for _ in range(5)] == [False] * 4 + [True]  # truncated at the fifth step
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
+        ("TimeLimit", "env_wrapper: unknown wrapper 'TimeLimit'; accepted: "),
         (
-            "gymnasium.wrappers.TimeLimit",
-            "env_wrapper: unknown wrapper 'gymnasium.wrappers.TimeLimit'; accepted: ",
+            "gymnasium.wrappers.NoSuchWrapper",
+            "env_wrapper gymnasium.wrappers.NoSuchWrapper: gymnasium.wrappers has no NoSuchWrapper",
         ),
-        ("os.system", "env_wrapper: unknown wrapper 'os.system'"),
+        ("no_such_package.Wrapper", "env_wrapper no_such_package.Wrapper: cannot import no_such_package"),
+        ("os.system", "env_wrapper: os.system is not a gymnasium.Wrapper class"),
         ({"TimeFeatureWrapper": {"steps": 5}}, "env_wrapper: TimeFeatureWrapper: got an unexpected keyword"),
         ({"TimeFeatureWrapper": 5}, "env_wrapper must be a wrapper name, a {name: kwargs} mapping"),
         (
@@ -625,7 +639,8 @@ def test_atari_entry_settings_the_cli_does_not_support_are_refused(
         (
             {"env_wrapper": "TimeLimit"},
             "env_wrapper: unknown wrapper 'TimeLimit'; accepted: "
-            "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+            "sb3_contrib.common.wrappers.TimeFeatureWrapper, or the full import path of a gymnasium.Wrapper "
+            "class",
         ),
         (
             {"policy_kwargs": {"activation_fn": "Relu"}},

@@ -60,6 +60,10 @@ def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gy
     return record
 
 
+#: Packages whose wrappers a run's file may always name: those sb3-acer depends on.
+WRAPPER_PACKAGES = frozenset({"gymnasium", "stable_baselines3", "sb3_contrib", "sb3_acer"})
+
+
 def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     """The run description ``train`` wrote beside a model, checked enough to be used."""
 
@@ -75,6 +79,9 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     for key, kind in (("env_id", str), ("normalize", bool)):
         if key in run_info and not isinstance(run_info[key], kind):
             raise damaged(f"{key!r} must be a {kind.__name__}, got {run_info[key]!r}")
+    packages = run_info.get("gym_packages", [])
+    if not (isinstance(packages, list) and all(isinstance(package, str) for package in packages)):
+        raise damaged(f"'gym_packages' must be a list of package names, got {packages!r}")
     return run_info
 
 
@@ -133,9 +140,10 @@ def _enjoy(args: argparse.Namespace) -> int:
     if not env_id:
         reason = "names no environment" if info_path.exists() else "does not exist to name the environment"
         raise UsageError(f"pass --env ENV_ID ({info_path} {reason})")
-    info = resolve_env(env_id)
+    info = resolve_env(env_id, [*run_info.get("gym_packages", []), *args.gym_packages])
     try:
-        wrappers = env_wrappers(run_info.get("env_wrapper"))
+        # the run's file may name wrappers of the packages its environment needs, and no other
+        wrappers = env_wrappers(run_info.get("env_wrapper"), packages=info.needed_packages | WRAPPER_PACKAGES)
         env_kwargs = check_env_kwargs(run_info.get("env_kwargs") or {})
     except ValueError as error:
         raise CLIError(f"{info_path}: {error}") from None
@@ -250,6 +258,14 @@ def add_parser(commands: Any) -> None:
     )
     enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
+    enjoy.add_argument(
+        "--gym-packages",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="PACKAGE",
+        help="import these packages first (besides those MODEL.json names), as they register environments",
+    )
     enjoy.add_argument(
         "--env-kwargs",
         nargs="+",

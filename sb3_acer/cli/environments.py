@@ -5,8 +5,9 @@ wrappers), and the torch threads a command runs with."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import pathlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -20,26 +21,64 @@ from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_mina
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
 
-__all__ = ["EnvInfo", "make_env", "resolve_env", "torch_threads"]
+__all__ = ["EnvInfo", "import_gym_packages", "make_env", "resolve_env", "torch_threads"]
 
 
 class EnvInfo(NamedTuple):
     """What the CLI needs to know about an environment id."""
 
+    #: The id as given, what ``gymnasium.make`` gets: ``module:EnvId`` imports ``module`` first.
     env_id: str
     atari: bool
     #: A MinAtar game: made by :func:`~sb3_acer.envs.minatar.make_minatar_env` (channel-first float view).
     minatar: bool = False
+    #: Packages imported before the env is made (``--gym-packages``), as they register their ids.
+    packages: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The registered id, without a ``module:`` prefix (presets and run folders use it)."""
+        return self.env_id.rpartition(":")[2]
+
+    @property
+    def needed_packages(self) -> set[str]:
+        """The top-level packages the environment needs: those it was imported from or registered by."""
+        modules = [*self.packages, self.env_id.rpartition(":")[0]]
+        entry_point = gym.spec(self.name).entry_point
+        if isinstance(entry_point, str):
+            modules.append(entry_point.partition(":")[0])
+        elif entry_point is not None:
+            modules.append(getattr(entry_point, "__module__", ""))
+        return {module.partition(".")[0] for module in modules if module}
 
 
-def resolve_env(env_id: str) -> EnvInfo:
-    """Check that ``env_id`` is registered (registering the Atari games of ``ale-py`` when it is installed,
-    and MinAtar's games for a ``MinAtar/...`` id).
+def import_gym_packages(packages: Sequence[str], flag: str = "--gym-packages") -> None:
+    """Import each of ``packages`` (as the zoo's ``--gym-packages`` does: importing registers their ids).
 
     Raises:
-        CLIError: a MinAtar or Atari id without its package.
+        CLIError: a package that cannot be imported, named with the error.
+    """
+    for package in packages:
+        try:
+            importlib.import_module(package)
+        except ImportError as error:
+            raise CLIError(f"{flag}: cannot import {package}: {one_line(error)}") from None
+
+
+def resolve_env(env_id: str, packages: Sequence[str] = ()) -> EnvInfo:
+    """Check that ``env_id`` is registered after importing ``packages`` and, for a ``module:EnvId`` id, the
+    module (registering the Atari games of ``ale-py`` when it is installed, and MinAtar's games for a
+    ``MinAtar/...`` id).
+
+    Raises:
+        CLIError: a MinAtar or Atari id without its package, or a package that cannot be imported.
         UsageError: the id is unknown.
     """
+    import_gym_packages(packages)
+    module, _, name = env_id.rpartition(":")
+    if module:
+        import_gym_packages([module], flag=f"environment id {env_id}")
+    full_id, env_id = env_id, name
     if is_minatar_id(env_id):
         try:
             register_minatar_envs()
@@ -59,7 +98,12 @@ def resolve_env(env_id: str) -> EnvInfo:
         spec = gym.spec(env_id)
     except (gym.error.Error, ModuleNotFoundError) as error:
         raise UsageError(f"unknown environment id {env_id!r}: {error}") from None
-    return EnvInfo(env_id=env_id, atari="ale_py" in str(spec.entry_point), minatar=is_minatar_id(env_id))
+    return EnvInfo(
+        env_id=full_id,
+        atari="ale_py" in str(spec.entry_point),
+        minatar=is_minatar_id(env_id),
+        packages=tuple(packages),
+    )
 
 
 def make_env(
@@ -98,6 +142,7 @@ def make_env(
     make_kwargs.update(env_kwargs or {})
 
     def make(**kwargs: Any) -> gym.Env:
+        import_gym_packages(info.packages)  # in a SafeSubprocVecEnv worker too
         if info.atari:  # in a SafeSubprocVecEnv worker too, which has not registered the games yet
             import ale_py
 

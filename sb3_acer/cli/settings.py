@@ -109,7 +109,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         overrides = zoo_schedules(overrides)
     except ValueError as error:
         raise UsageError(f"--hyperparams {error}") from None
-    info = resolve_env(args.env_id)
+    info = resolve_env(args.env_id, args.gym_packages or ())
     base = _base_settings(info, _preset(info))
     normalize, vec_normalize_kwargs, wrappers = base.normalize, base.normalize_kwargs, base.env_wrapper
     if "normalize" in overrides:
@@ -145,7 +145,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
 def _preset(info: EnvInfo) -> Preset | None:
     """The preset for the environment, its keys and values checked; ``None`` where there is none."""
     try:
-        preset = load_preset(info.env_id, atari_defaults=ATARI_DEFAULTS if info.atari else None)
+        preset = load_preset(info.name, atari_defaults=ATARI_DEFAULTS if info.atari else None)
     except KeyError:
         return None
     except PresetError as error:
@@ -161,7 +161,7 @@ _ATARI_RUN = f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_sch
 
 def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
     """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which."""
-    env_id = info.env_id
+    env_id = info.name
     if preset is not None:
         source = f"Using the tuned preset for {env_id} ({PRESET_FILE})."
         if info.atari:

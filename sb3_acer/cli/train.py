@@ -90,7 +90,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         check_optional("rich", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
     if args.tensorboard_log is not None:
         check_optional("tensorboard", "--tensorboard-log", "pip install tensorboard")
-    env_name = settings.env.env_id.replace("/", "-")
+    env_name = settings.env.name.replace("/", "-")
     run_name = f"{env_name}_{settings.seed}"
     run_dir = pathlib.Path(args.log_folder) / run_name
     model_path = (
@@ -185,6 +185,14 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     train.add_argument("env_id", metavar="ENV_ID", help="Gymnasium environment id, e.g. CartPole-v1")
+    train.add_argument(
+        "--gym-packages",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="PACKAGE",
+        help="import these packages first, as they register their environments (e.g. minigrid)",
+    )
     train.add_argument("--n-envs", type=positive_int, help="parallel environments (default: preset)")
     train.add_argument("--timesteps", type=positive_int, help="environment steps, all envs (default: preset)")
     train.add_argument(

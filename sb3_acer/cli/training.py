@@ -167,6 +167,7 @@ def _save_run(
         save_normalization(env, normalization_path)
     run_info = dict(
         env_id=settings.env.env_id,
+        gym_packages=list(settings.env.packages),
         atari=settings.env.atari,
         n_envs=settings.n_envs,
         total_timesteps=settings.timesteps,

@@ -8,7 +8,8 @@ run, every other key is an ``ACER`` constructor argument. As in the zoo:
   (:data:`NORMALIZE_KEYS`), written as a string, ``"{'norm_obs': False, 'norm_reward': True}"`` or
   ``"dict(norm_obs=False, norm_reward=True)"``;
 - ``env_wrapper`` names a wrapper class (or a list of them, each a name or a one-item ``{name: kwargs}``
-  mapping) applied to each env outside its ``Monitor``; the names it accepts are :data:`ENV_WRAPPERS`;
+  mapping) applied to each env outside its ``Monitor``: a short name of :data:`ENV_WRAPPERS`, or the full
+  import path of any ``gymnasium.Wrapper`` class (e.g. ``minigrid.wrappers.ImgObsWrapper``);
 - ``policy_kwargs`` is a dict or its string, e.g. ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU,
   optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))"``; the zoo ``eval``s such strings, here
   :func:`~sb3_acer.presets.expressions.read_expression` reads them without evaluating anything
@@ -33,7 +34,7 @@ import copy
 import importlib
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, NamedTuple
@@ -81,8 +82,9 @@ OPTIMIZERS = {"RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_l
 #: The ``VecNormalize`` arguments a ``normalize`` dict may set (``gamma`` comes from the run's ``gamma``).
 NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "epsilon")
 #: The wrappers an ``env_wrapper`` setting may name, by their import path (the zoo's spelling). A short name
-#: (the part after the last dot) names the same class. Only these are imported: a preset or a run's
-#: ``.json`` file names a class, it never makes Python import an arbitrary module.
+#: (the part after the last dot) names the same class. Any other wrapper is named by its full import path:
+#: a preset and the command line are the user's own configuration; a run's ``.json`` file, which ``enjoy``
+#: reads, may name only wrappers of the packages its environment needs (see :func:`env_wrappers`).
 ENV_WRAPPERS = ("sb3_contrib.common.wrappers.TimeFeatureWrapper",)
 
 
@@ -342,14 +344,19 @@ def normalize_kwargs(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def env_wrappers(value: Any, *, atari: bool = False) -> tuple[WrapperSpec, ...]:
+def env_wrappers(
+    value: Any, *, atari: bool = False, packages: Collection[str] | None = None
+) -> tuple[WrapperSpec, ...]:
     """The wrappers an ``env_wrapper`` setting asks for, in the order they wrap the env (the first is
     innermost); ``None`` or an empty list for none.
 
     As in the zoo, the setting is a name, a one-item mapping ``{name: kwargs}``, or a list of these; each name
-    is one of :data:`ENV_WRAPPERS` or its last part, e.g. ``TimeFeatureWrapper``. A string holding a list or
-    a mapping, as ``--hyperparams`` passes it, is read as one. Keyword arguments are checked against the
-    class's signature, so a typo fails here rather than when the env is built.
+    is one of :data:`ENV_WRAPPERS` or its last part, e.g. ``TimeFeatureWrapper``, or the full import path of
+    a ``gymnasium.Wrapper`` class, e.g. ``minigrid.wrappers.ImgObsWrapper``. With ``packages``, a full path
+    must be in one of these top-level packages (what ``enjoy`` allows a run's ``.json`` file to name: the
+    packages its environment needs), so that a file never makes Python import another module. A string
+    holding a list or a mapping, as ``--hyperparams`` passes it, is read as one. Keyword arguments are
+    checked against the class's signature, so a typo fails here rather than when the env is built.
 
     For an Atari game (``atari``), SB3's ``AtariWrapper`` may come first, as a zoo ``atari`` entry names it:
     the CLI applies it to every Atari game anyway, so it is left out of the result; it takes no arguments.
@@ -388,7 +395,7 @@ def env_wrappers(value: Any, *, atari: bool = False) -> tuple[WrapperSpec, ...]:
             continue
         full = next((path for path in ENV_WRAPPERS if name in (path, path.rpartition(".")[2])), None)
         if full is None:
-            raise ValueError(f"env_wrapper: unknown wrapper {name!r}; accepted: {', '.join(ENV_WRAPPERS)}")
+            full = _wrapper_path(name, packages)
         try:
             inspect.signature(_wrapper(full)).bind(None, **kwargs)
         except TypeError as error:
@@ -397,12 +404,33 @@ def env_wrappers(value: Any, *, atari: bool = False) -> tuple[WrapperSpec, ...]:
     return tuple(specs)
 
 
+def _wrapper_path(name: str, packages: Collection[str] | None) -> str:
+    """``name`` checked as the full import path of a wrapper class (not one of :data:`ENV_WRAPPERS`)."""
+    accepted = f"accepted: {', '.join(ENV_WRAPPERS)}, or the full import path of a gymnasium.Wrapper class"
+    if "." not in name:
+        raise ValueError(f"env_wrapper: unknown wrapper {name!r}; {accepted}")
+    package = name.partition(".")[0]
+    if packages is not None and package not in packages:
+        raise ValueError(
+            f"env_wrapper: {name} is not in a package the environment needs ({', '.join(sorted(packages))}); "
+            f"pass --gym-packages {package} to allow it"
+        )
+    cls = _wrapper(name)
+    if not (isinstance(cls, type) and issubclass(cls, gym.Wrapper)):
+        raise ValueError(f"env_wrapper: {name} is not a gymnasium.Wrapper class")
+    return name
+
+
 def _wrapper(path: str) -> type[gym.Wrapper]:
     module, _, name = path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), name)
     except ImportError as error:
-        raise ValueError(f"env_wrapper {path} needs {error.name}: pip install sb3-contrib") from None
+        if (error.name or "").startswith("sb3_contrib"):
+            raise ValueError(f"env_wrapper {path} needs {error.name}: pip install sb3-contrib") from None
+        raise ValueError(f"env_wrapper {path}: cannot import {module}: {error}") from None
+    except AttributeError:
+        raise ValueError(f"env_wrapper {path}: {module} has no {name}") from None
     return cls
 
 
