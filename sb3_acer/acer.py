@@ -1,8 +1,9 @@
 """ACER: Actor-Critic with Experience Replay (Wang et al. 2016) on Stable-Baselines3.
 
-The algorithm class: construction, model set-up, the learn loop (rollout, then one on-policy and
-``Poisson(replay_ratio)`` replayed updates per segment), prediction and environments. Checks of settings
-and inputs live in :mod:`sb3_acer.validation`, the optimizer in :mod:`sb3_acer.optim`, the model file in
+The algorithm class: construction, model set-up, the train step (one on-policy and ``Poisson(replay_ratio)``
+replayed updates per segment), prediction, environments, and the file methods. The learn loop it runs in
+is :class:`~sb3_acer.base.SegmentAlgorithm`'s; checks of settings and inputs live in
+:mod:`sb3_acer.validation`, the optimizer in :mod:`sb3_acer.optim`, the model file in
 :mod:`sb3_acer.serialization.model_io`.
 """
 
@@ -11,22 +12,16 @@ from __future__ import annotations
 import copy
 import io
 import pathlib
-import sys
-import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import check_for_correct_spaces, configure_logger, safe_mean
+from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.callbacks import make_callback
+from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
 from sb3_acer.policies import (
@@ -41,7 +36,6 @@ from sb3_acer.policies import (
     RecurrentACERPolicy,
 )
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
-from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.schedules import schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
@@ -51,13 +45,11 @@ from sb3_acer.validation import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
     check_actions,
-    check_env_step,
     check_hyperparameters,
-    check_learn_arguments,
     check_observation,
     check_policy,
     check_policy_takes,
-    check_spaces,
+    supported_env,
 )
 
 __all__ = ["ACER", "UnsupportedSpaceError"]
@@ -65,7 +57,7 @@ __all__ = ["ACER", "UnsupportedSpaceError"]
 SelfACER = TypeVar("SelfACER", bound="ACER")
 
 
-class ACER(BaseAlgorithm):
+class ACER(SegmentAlgorithm):
     """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete`` actions.
 
     Synchronous ("A2C-style") ACER as in openai/baselines and SB2: ``E`` environments step together; each
@@ -138,7 +130,6 @@ class ACER(BaseAlgorithm):
         "CnnLstmPolicy": CnnLstmPolicy,
         "CnnLnLstmPolicy": CnnLnLstmPolicy,
     }
-    policy: ACERPolicy | RecurrentACERPolicy
 
     def __init__(
         self,
@@ -175,25 +166,23 @@ class ACER(BaseAlgorithm):
     ) -> None:
         check_hyperparameters(dict(locals()))
         check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs)
-        if env is None and _init_setup_model:
-            raise ValueError(
-                "ACER needs an environment to build its networks: pass env (an env id, a gymnasium Env or "
-                "a VecEnv); ACER.load(path) reads a saved model without one"
-            )
-        if env is not None:
-            # Refuse unsupported spaces before BaseAlgorithm wraps the env: its own checks are asserts
-            # (e.g. on unbounded Box actions) or name another algorithm's policies (Dict observations).
-            env = maybe_make_env(env, verbose)
-            check_spaces(env.observation_space, env.action_space)
+        env = supported_env(env, verbose, needed=_init_setup_model)
         # Nothing global changes unless the model is built: thread count and generators are put back.
         with model_io.global_state_restored_on_error():
             if num_procs is not None:
                 th.set_num_threads(int(num_procs))
             super().__init__(
-                policy, env, learning_rate, policy_kwargs=policy_kwargs, tensorboard_log=tensorboard_log,
-                verbose=verbose, device=device, support_multi_env=True, seed=seed,
+                policy=policy,
+                env=env,
+                learning_rate=learning_rate,
+                policy_kwargs=policy_kwargs,
+                tensorboard_log=tensorboard_log,
+                verbose=verbose,
+                device=device,
+                support_multi_env=True,
+                seed=seed,
                 stats_window_size=int(stats_window_size),
-            )  # fmt: skip
+            )
             self.gamma = float(gamma)
             self.n_steps = int(n_steps)
             self.num_procs = num_procs
@@ -216,7 +205,6 @@ class ACER(BaseAlgorithm):
             self.replay_buffer: ReplayBuffer | None = None
             self.n_skipped_updates = 0
             self._n_replay_updates = 0
-            # Recurrent policies: the LSTM state (h, c) reached in the training envs, carried across segments.
             self._last_lstm_state: LSTMState | None = None
             self._replay_rng = np.random.default_rng(seed)
             if _init_setup_model:
@@ -244,11 +232,6 @@ class ACER(BaseAlgorithm):
         # BaseAlgorithm assigns a callable here in _setup_lr_schedule; ACER computes its own schedule.
         if isinstance(value, str):
             self.lr_schedule_name = value
-
-    @property
-    def stats_window_size(self) -> int:
-        """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""
-        return self._stats_window_size
 
     def current_learning_rate(self) -> float:
         """Learning rate at the current training progress."""
@@ -321,159 +304,7 @@ class ACER(BaseAlgorithm):
         if self.replay_buffer is not None:
             self.replay_buffer.seed(seed)
 
-    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
-        callback_obj = make_callback(callback, progress_bar)
-        callback_obj.init_callback(self)
-        return callback_obj
-
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
-        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
-        self.start_time = time.time_ns()
-        if self.ep_info_buffer is None or reset_num_timesteps:
-            self.ep_info_buffer = deque(maxlen=self._stats_window_size)
-            self.ep_success_buffer = deque(maxlen=self._stats_window_size)
-        if reset_num_timesteps:
-            self.num_timesteps = 0
-            self._episode_num = 0
-        else:
-            total_timesteps += self.num_timesteps
-        self._total_timesteps = total_timesteps
-        self._num_timesteps_at_start = self.num_timesteps
-        if self._last_obs is None:
-            assert self.env is not None
-            reset_obs = self.env.reset()
-            check_env_step(observations=reset_obs, num_timesteps=self.num_timesteps, what="reset")  # type: ignore[arg-type]
-            self._last_obs = reset_obs  # type: ignore[assignment]
-            self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
-        if not self._custom_logger:
-            self._logger = configure_logger(
-                self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
-            )
-        return total_timesteps, self._init_callback(callback, progress_bar)
-
-    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
-        fraction_done = float(num_timesteps) / float(max(total_timesteps, 1))
-        self._current_progress_remaining = 1.0 - min(max(fraction_done, 0.0), 1.0)
-
     # ------------------------------------------------------------------ training
-
-    def learn(  # type: ignore[override]
-        self: SelfACER,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        seed: int | None = None,
-        log_interval: int | None = 100,
-        tb_log_name: str = "ACER",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfACER:
-        """Train for at least ``total_timesteps`` environment steps.
-
-        Args:
-            total_timesteps: number of environment steps (all envs together) to train for; a whole
-                number, which may be written as a float (``1e5``).
-            callback: an SB3 callback, a list of them, or SB2's callable ``(locals, globals) -> bool``.
-            seed: re-seed before training (``None`` keeps the current seed); the environments are then
-                reset, so that they start from it (without a seed, learn continues the running episodes).
-            log_interval: number of on-policy iterations between two log dumps (0 or ``None``: never).
-            tb_log_name: name of the TensorBoard run folder.
-            reset_num_timesteps: restart the step counter (and the schedule) from 0.
-            progress_bar: show a progress bar (needs ``tqdm`` and ``rich``).
-
-        Returns:
-            The trained model.
-        """
-        check_learn_arguments(
-            total_timesteps, callback, seed, log_interval, tb_log_name, has_env=self.env is not None
-        )
-        self.set_random_seed(seed)
-        if seed is not None:
-            self._last_obs = None  # the environments start again from the seed (a reset, as in SB3)
-            self._last_lstm_state = None
-        total_timesteps, callback_obj = self._setup_learn(
-            int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
-        callback_obj.on_training_start(locals(), globals())
-        iteration = 0
-        while self.num_timesteps < total_timesteps:
-            callback_obj.on_rollout_start()
-            segment = self._collect(callback_obj)
-            if segment is None:
-                break
-            callback_obj.update_locals(locals())
-            callback_obj.on_rollout_end()
-            iteration += 1
-            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
-            self.train(segment)
-            if log_interval and iteration % log_interval == 0:
-                self._dump_logs(iteration)
-        callback_obj.on_training_end()
-        return self
-
-    def _collect(self, callback: BaseCallback) -> Segment | None:
-        assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
-
-        def on_step(record: StepRecord) -> bool:
-            check_env_step(
-                observations=record.new_obs,
-                rewards=record.rewards,
-                infos=record.infos,
-                num_timesteps=self.num_timesteps,
-            )
-            self.num_timesteps += self.env.num_envs  # type: ignore[union-attr]
-            callback.update_locals(
-                dict(
-                    new_obs=record.new_obs,
-                    actions=record.actions,
-                    rewards=record.rewards,
-                    dones=record.dones,
-                    infos=record.infos,
-                )
-            )
-            self._update_info_buffer(record.infos, record.dones)
-            return bool(callback.on_step())
-
-        start_timesteps = self.num_timesteps
-        try:
-            result = self._collect_segment(on_step)
-        except BaseException:
-            # E.g. bad data from the env, a failed worker or a Ctrl-C: nothing of this segment is kept
-            # (the env has moved on from _last_obs), and the next learn() resets the env.
-            self.num_timesteps = start_timesteps
-            self._last_obs = None
-            raise
-        self._last_obs = result.last_obs
-        self._last_episode_starts = result.last_episode_starts
-        self._last_lstm_state = result.last_lstm_state
-        return result.segment
-
-    def _collect_segment(self, on_step: Callable[[StepRecord], bool]) -> RolloutResult:
-        assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
-        return collect_segment(
-            env=self.env,
-            policy=self.policy,
-            n_steps=self.n_steps,
-            last_obs=self._last_obs,  # type: ignore[arg-type]
-            last_episode_starts=self._last_episode_starts,
-            on_step=on_step,
-            last_lstm_state=self._carried_lstm_state(),
-            handle_timeout_termination=self.handle_timeout_termination,
-        )
-
-    def _carried_lstm_state(self) -> LSTMState | None:
-        """The LSTM state to continue the rollout from, ``None`` (zeros) if it does not fit the env."""
-        state = self._last_lstm_state
-        if state is None or self.env is None or state[0].shape[1] != self.env.num_envs:
-            return None
-        return state
 
     def train(self, segment: Segment) -> None:
         """One on-policy update on ``segment``, then ``Poisson(replay_ratio)`` replayed updates."""
@@ -552,22 +383,6 @@ class ACER(BaseAlgorithm):
             retrace_lambda=self.retrace_lambda,
         )
 
-    def _dump_logs(self, iteration: int) -> None:
-        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
-        fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
-        self.logger.record("time/iterations", iteration, exclude="tensorboard")
-        if self.ep_info_buffer:
-            self.logger.record("rollout/ep_rew_mean", safe_mean([info["r"] for info in self.ep_info_buffer]))
-            self.logger.record("rollout/ep_len_mean", safe_mean([info["l"] for info in self.ep_info_buffer]))
-        if self.ep_success_buffer:  # envs that report info["is_success"] at episode ends, as in SB3
-            self.logger.record("rollout/success_rate", safe_mean(self.ep_success_buffer))
-        self.logger.record("time/fps", fps)
-        self.logger.record("time/time_elapsed", int(time_elapsed), exclude="tensorboard")
-        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
-        if self.replay_buffer is not None:
-            self.logger.record("replay/segments", len(self.replay_buffer), exclude="tensorboard")
-        self.logger.dump(step=self.num_timesteps)
-
     # ------------------------------------------------------------------ inference
 
     def predict(
@@ -585,11 +400,8 @@ class ACER(BaseAlgorithm):
         """
         if mask is not None and episode_start is None:
             episode_start = mask
-        self._check_observation(observation)
-        return self.policy.predict(observation, state, episode_start, deterministic)
-
-    def _check_observation(self, observation: Any) -> None:
         check_observation(observation, self.observation_space)
+        return self.policy.predict(observation, state, episode_start, deterministic)
 
     def action_probability(
         self,
@@ -614,7 +426,7 @@ class ACER(BaseAlgorithm):
             ``[n, A]`` probabilities (``[A]`` for a single observation); with ``actions``, ``[n, 1]``
             (``[1]`` for a single observation).
         """
-        self._check_observation(observation)
+        check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
         if isinstance(self.policy, RecurrentACERPolicy):
             inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
@@ -649,13 +461,7 @@ class ACER(BaseAlgorithm):
                 "set_env: this model was built without an environment and has no spaces to match; "
                 "build it with ACER(policy, env)"
             )
-        env = self._wrap_env(maybe_make_env(env, self.verbose), self.verbose)
-        try:
-            check_for_correct_spaces(env, self.observation_space, self.action_space)
-        except ValueError as error:
-            raise ValueError(
-                f"set_env: the new environment's spaces differ from the model's: {error}"
-            ) from error
+        env = self._matching_env(env, "set_env: the new environment's spaces differ from the model's")
         self._vec_normalize_env = unwrap_vec_normalize(env)
         n_envs_changed = env.num_envs != getattr(self, "n_envs", None)
         if force_reset or n_envs_changed:

@@ -27,9 +27,11 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
 from stable_baselines3.common.torch_layers import NatureCNN
+from stable_baselines3.common.type_aliases import GymEnv
 
 from sb3_acer.schedules import LR_SCHEDULES
 
@@ -51,6 +53,7 @@ __all__ = [
     "check_seed",
     "check_spaces",
     "keyword_check",
+    "supported_env",
 ]
 
 #: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
@@ -434,6 +437,22 @@ def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------- spaces
+
+
+def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEnv | None:
+    """``env`` (made from its id if need be) once its spaces are checked: unsupported spaces are refused
+    before BaseAlgorithm wraps the env, whose own checks are asserts (e.g. on unbounded Box actions) or name
+    another algorithm's policies (Dict observations). ``needed``: the networks are built now."""
+    if env is None:
+        if needed:
+            raise ValueError(
+                "ACER needs an environment to build its networks: pass env (an env id, a gymnasium Env or "
+                "a VecEnv); ACER.load(path) reads a saved model without one"
+            )
+        return None
+    env = maybe_make_env(env, verbose)
+    check_spaces(env.observation_space, env.action_space)
+    return env
 
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:

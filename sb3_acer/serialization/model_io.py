@@ -26,9 +26,7 @@ import numpy as np
 import stable_baselines3
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.type_aliases import GymEnv
-from stable_baselines3.common.utils import check_for_correct_spaces
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
@@ -430,11 +428,7 @@ def _build_model(
 
 def _attach_env(model: ACER, env: GymEnv | str) -> None:
     """Give the loaded ``model`` the environment ``env``, whose spaces must be the saved ones."""
-    vec_env = model._wrap_env(maybe_make_env(env, model.verbose), model.verbose)
-    try:
-        check_for_correct_spaces(vec_env, model.observation_space, model.action_space)
-    except ValueError as error:
-        raise ValueError(f"load: the environment's spaces differ from the saved model's: {error}") from error
+    vec_env = model._matching_env(env, "load: the environment's spaces differ from the saved model's")
     model.env = vec_env
     model.n_envs = vec_env.num_envs
     model._vec_normalize_env = unwrap_vec_normalize(vec_env)
