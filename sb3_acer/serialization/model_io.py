@@ -346,9 +346,17 @@ def _read_saved_model(
     if unknown:
         raise ModelFileError(f"{path}: data.json holds unknown hyperparameters {unknown}")
     return _SavedModel(
-        data, tensors, replay_buffer, rng_states, replay_rng, hyperparameters, policy_kwargs,
-        observation_space, action_space, policy_name,
-    )  # fmt: skip
+        data=data,
+        tensors=tensors,
+        replay_buffer=replay_buffer,
+        rng_states=rng_states,
+        replay_rng=replay_rng,
+        hyperparameters=hyperparameters,
+        policy_kwargs=policy_kwargs,
+        observation_space=observation_space,
+        action_space=action_space,
+        policy_name=policy_name,
+    )
 
 
 def _apply_arguments(
