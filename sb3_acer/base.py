@@ -53,65 +53,6 @@ class SegmentAlgorithm(BaseAlgorithm):
         """Learn from one freshly collected ``segment``."""
         raise NotImplementedError
 
-    def _matching_env(self, env: GymEnv | str, mismatch: str) -> VecEnv:
-        """``env`` (made from its id if need be) wrapped as SB3 wraps it, once its spaces are found to be
-        the model's; ``mismatch`` begins the ``ValueError``'s message if they are not."""
-        vec_env = self._wrap_env(maybe_make_env(env, self.verbose), self.verbose)
-        try:
-            check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
-        except ValueError as error:
-            raise ValueError(f"{mismatch}: {error}") from error
-        return vec_env
-
-    @property
-    def stats_window_size(self) -> int:
-        """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""
-        return self._stats_window_size
-
-    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
-        # SB3's, which also takes SB2's callable callbacks.
-        callback_obj = make_callback(callback, progress_bar)
-        callback_obj.init_callback(self)
-        return callback_obj
-
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
-        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
-        self.start_time = time.time_ns()
-        if self.ep_info_buffer is None or reset_num_timesteps:
-            self.ep_info_buffer = deque(maxlen=self._stats_window_size)
-            self.ep_success_buffer = deque(maxlen=self._stats_window_size)
-        if reset_num_timesteps:
-            self.num_timesteps = 0
-            self._episode_num = 0
-        else:
-            total_timesteps += self.num_timesteps
-        self._total_timesteps = total_timesteps
-        self._num_timesteps_at_start = self.num_timesteps
-        if self._last_obs is None:
-            assert self.env is not None
-            reset_obs = self.env.reset()
-            check_env_step(observations=reset_obs, num_timesteps=self.num_timesteps, what="reset")  # type: ignore[arg-type]
-            self._last_obs = reset_obs  # type: ignore[assignment]
-            self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
-        if not self._custom_logger:
-            self._logger = configure_logger(
-                self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
-            )
-        return total_timesteps, self._init_callback(callback, progress_bar)
-
-    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
-        # SB3's, clamped to [0, 1]: the last segment may run past total_timesteps.
-        fraction_done = float(num_timesteps) / float(max(total_timesteps, 1))
-        self._current_progress_remaining = 1.0 - min(max(fraction_done, 0.0), 1.0)
-
     def learn(  # type: ignore[override]
         self: SelfSegmentAlgorithm,
         total_timesteps: int,
@@ -164,6 +105,50 @@ class SegmentAlgorithm(BaseAlgorithm):
                 self._dump_logs(iteration)
         callback_obj.on_training_end()
         return self
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
+        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
+        self.start_time = time.time_ns()
+        if self.ep_info_buffer is None or reset_num_timesteps:
+            self.ep_info_buffer = deque(maxlen=self._stats_window_size)
+            self.ep_success_buffer = deque(maxlen=self._stats_window_size)
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._episode_num = 0
+        else:
+            total_timesteps += self.num_timesteps
+        self._total_timesteps = total_timesteps
+        self._num_timesteps_at_start = self.num_timesteps
+        if self._last_obs is None:
+            assert self.env is not None
+            reset_obs = self.env.reset()
+            check_env_step(observations=reset_obs, num_timesteps=self.num_timesteps, what="reset")  # type: ignore[arg-type]
+            self._last_obs = reset_obs  # type: ignore[assignment]
+            self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
+        if not self._custom_logger:
+            self._logger = configure_logger(
+                self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
+            )
+        return total_timesteps, self._init_callback(callback, progress_bar)
+
+    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
+        # SB3's, which also takes SB2's callable callbacks.
+        callback_obj = make_callback(callback, progress_bar)
+        callback_obj.init_callback(self)
+        return callback_obj
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        # SB3's, clamped to [0, 1]: the last segment may run past total_timesteps.
+        fraction_done = float(num_timesteps) / float(max(total_timesteps, 1))
+        self._current_progress_remaining = 1.0 - min(max(fraction_done, 0.0), 1.0)
 
     def _collect(self, callback: BaseCallback) -> Segment | None:
         """One segment from the environments (``None`` if a callback stopped training), with the step
@@ -239,3 +224,18 @@ class SegmentAlgorithm(BaseAlgorithm):
         if self.replay_buffer is not None:
             self.logger.record("replay/segments", len(self.replay_buffer), exclude="tensorboard")
         self.logger.dump(step=self.num_timesteps)
+
+    @property
+    def stats_window_size(self) -> int:
+        """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""
+        return self._stats_window_size
+
+    def _matching_env(self, env: GymEnv | str, mismatch: str) -> VecEnv:
+        """``env`` (made from its id if need be) wrapped as SB3 wraps it, once its spaces are found to be
+        the model's; ``mismatch`` begins the ``ValueError``'s message if they are not."""
+        vec_env = self._wrap_env(maybe_make_env(env, self.verbose), self.verbose)
+        try:
+            check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
+        except ValueError as error:
+            raise ValueError(f"{mismatch}: {error}") from error
+        return vec_env
