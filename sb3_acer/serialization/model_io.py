@@ -302,22 +302,25 @@ class _SavedModel:
     policy_name: str
 
 
-def _read_saved_model(
-    path: PathOrFile, keep_buffer: bool, replaced_policy_kwargs: Any, print_system_info: bool
-) -> _SavedModel:
-    """Read and decode the file at ``path``; ``replaced_policy_kwargs`` (if not ``None``) stand for the saved
-    ones, unread."""
-    data, tensors = read_model_file(path, device="cpu")
-    if print_system_info:
-        print("Saved with:", data.get("versions"))
-    replay_buffer = read_embedded_buffer(path) if keep_buffer else None
-    rng_states = data.get("rng_states")
-    replay_rng = None
-    if rng_states is not None:
-        try:
-            replay_rng = generator_from_state(rng_states.get("replay"))
-        except (AttributeError, ValueError) as error:
-            raise ModelFileError(f"{path}: the saved random generator states are corrupt: {error}") from error
+def _saved_replay_rng(path: PathOrFile, rng_states: Any) -> np.random.Generator | None:
+    """The replay sampling generator of the saved ``rng_states`` (``None`` if the file has none)."""
+    if rng_states is None:
+        return None
+    try:
+        return generator_from_state(rng_states.get("replay"))
+    except (AttributeError, ValueError) as error:
+        raise ModelFileError(f"{path}: the saved random generator states are corrupt: {error}") from error
+
+
+def _decode_settings(
+    path: PathOrFile, data: dict[str, Any], replaced_policy_kwargs: Any
+) -> tuple[dict[str, Any], Any, spaces.Space, spaces.Space, str]:
+    """The hyperparameters, policy kwargs, observation and action spaces and policy class name of ``data``
+    (``data.json``); ``replaced_policy_kwargs`` (if not ``None``) stand for the saved kwargs, unread.
+
+    Raises:
+        ModelFileError: if an entry is missing or cannot be used.
+    """
     try:
         hyperparameters = decode_json_value(data["hyperparameters"])
         policy_kwargs = (
@@ -345,6 +348,22 @@ def _read_saved_model(
     unknown = sorted(set(hyperparameters) - set(HYPERPARAMETERS))
     if unknown:
         raise ModelFileError(f"{path}: data.json holds unknown hyperparameters {unknown}")
+    return hyperparameters, policy_kwargs, observation_space, action_space, policy_name
+
+
+def _read_saved_model(
+    path: PathOrFile, keep_buffer: bool, replaced_policy_kwargs: Any, print_system_info: bool
+) -> _SavedModel:
+    """Read the file at ``path`` and decode what it holds (see :func:`_decode_settings`)."""
+    data, tensors = read_model_file(path, device="cpu")
+    if print_system_info:
+        print("Saved with:", data.get("versions"))
+    replay_buffer = read_embedded_buffer(path) if keep_buffer else None
+    rng_states = data.get("rng_states")
+    replay_rng = _saved_replay_rng(path, rng_states)
+    hyperparameters, policy_kwargs, observation_space, action_space, policy_name = _decode_settings(
+        path, data, replaced_policy_kwargs
+    )
     return _SavedModel(
         data=data,
         tensors=tensors,
