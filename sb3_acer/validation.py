@@ -1,7 +1,9 @@
-"""Checks of data entering the model from outside: observations given to ``predict`` and what an env returns.
+"""Checks of what enters the model from outside: hyperparameters, spaces, policy and optimizer settings,
+``learn``'s arguments, loaded tensors, observations given to ``predict`` and what an env returns.
 
-Each check raises ``ValueError`` with a message that names the problem (and, for env data, the env index
-and the step) before the data reaches a network, the replay memory or the weights.
+Each check raises ``ValueError`` (:class:`UnsupportedSpaceError` for spaces) with a message that names the
+problem (and, for env data, the env index and the step) before the data reaches a network, the replay
+memory or the weights.
 
 What ``predict`` / ``action_probability`` accept, by observation space:
 
@@ -17,14 +19,52 @@ What ``predict`` / ``action_probability`` accept, by observation space:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.base_class import maybe_make_env
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
+from stable_baselines3.common.torch_layers import NatureCNN
+from stable_baselines3.common.type_aliases import GymEnv
 
-__all__ = ["check_env_step", "check_observation"]
+from sb3_acer.schedules import LR_SCHEDULES
+
+__all__ = [
+    "MAX_NUM_PROCS",
+    "OPTIMIZER_KEYS",
+    "UnsupportedSpaceError",
+    "as_tensor",
+    "check_actions",
+    "check_env_step",
+    "check_finite",
+    "check_hyperparameters",
+    "check_learn_arguments",
+    "check_observation",
+    "check_optimizer_kwargs",
+    "check_policy",
+    "check_policy_kwargs",
+    "check_policy_takes",
+    "check_seed",
+    "check_spaces",
+    "keyword_check",
+    "supported_env",
+]
+
+#: ``policy_kwargs`` entries that configure the optimizer rather than the networks (as in SB3).
+OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
+#: Most torch threads ``num_procs`` may ask for (``torch.set_num_threads(10**6)`` kills the process).
+MAX_NUM_PROCS = 1024
+
+
+class UnsupportedSpaceError(ValueError):
+    """An action or observation space that ACER cannot handle."""
+
 
 _NUMERIC_KINDS = "biuf"
 
@@ -141,3 +181,380 @@ def check_env_step(
                 f"env {env} returned a non-finite terminal observation {where}: "
                 f"{np.asarray(terminal).tolist()}; {hint}"
             )
+
+
+# ---------------------------------------------------------------------- hyperparameters
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _must(rule: str) -> str:
+    return "{name} " + rule + ", got {value!r}"
+
+
+#: Type rules, checked first: every name of a group must pass the group's test.
+_TYPE_RULES: tuple[tuple[tuple[str, ...], Callable[[Any], bool], str], ...] = (
+    (("n_steps", "buffer_size", "replay_start"), _is_integer, "must be an integer"),
+    (
+        ("gamma", "q_coef", "ent_coef", "rprop_alpha", "rprop_epsilon", "replay_ratio"),
+        lambda v: _is_number(v) and bool(np.isfinite(v)),
+        "must be a finite number",
+    ),
+    (("correction_term", "delta", "alpha"), _is_number, "must be a number"),
+    (
+        ("trust_region", "handle_timeout_termination"),
+        lambda v: isinstance(v, bool | np.bool_),
+        "must be True or False",
+    ),
+)
+
+#: Value rules, checked in this order once the types are right: ``(name, test of all the settings,
+#: message)``; the message may name ``{name}``, ``{value}``, ``{n_steps}`` and ``{buffer_size}``.
+#: ``verbose`` and ``tensorboard_log`` are only among the constructor's settings.
+_VALUE_RULES: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
+    ("n_steps", lambda p: p["n_steps"] > 0, _must("must be positive")),
+    ("gamma", lambda p: 0.0 <= p["gamma"] <= 1.0, _must("must be in [0, 1]")),
+    ("replay_ratio", lambda p: p["replay_ratio"] >= 0, _must("must be non-negative")),
+    (
+        "buffer_size",
+        lambda p: not p["replay_ratio"] > 0 or p["buffer_size"] >= p["n_steps"],
+        _must("must be at least n_steps ({n_steps}) to hold one segment"),
+    ),
+    (
+        "replay_start",
+        lambda p: not p["replay_ratio"] > 0 or p["replay_start"] <= p["buffer_size"],
+        _must("must not exceed buffer_size ({buffer_size}) or replay never starts"),
+    ),
+    ("replay_start", lambda p: p["replay_start"] >= 0, _must("must be non-negative")),
+    ("correction_term", lambda p: p["correction_term"] > 0, _must("must be positive")),
+    ("delta", lambda p: p["delta"] > 0, _must("must be positive")),
+    ("alpha", lambda p: 0.0 <= p["alpha"] < 1.0, _must("must be in [0, 1)")),
+    (
+        "retrace_lambda",
+        lambda p: _is_number(p["retrace_lambda"]) and 0.0 <= p["retrace_lambda"] <= 1.0,
+        _must("must be a number in [0, 1]"),
+    ),
+    (
+        "stats_window_size",
+        lambda p: _is_integer(p["stats_window_size"]) and p["stats_window_size"] > 0,
+        _must("must be a positive integer"),
+    ),
+    ("rprop_alpha", lambda p: 0.0 < p["rprop_alpha"] <= 1.0, _must("must be in (0, 1]")),
+    ("rprop_epsilon", lambda p: p["rprop_epsilon"] > 0, _must("must be positive")),
+    ("q_coef", lambda p: p["q_coef"] >= 0, _must("must be non-negative")),
+    ("ent_coef", lambda p: p["ent_coef"] >= 0, _must("must be non-negative")),
+    (
+        "max_grad_norm",
+        lambda p: p["max_grad_norm"] is None or (_is_number(p["max_grad_norm"]) and p["max_grad_norm"] > 0),
+        _must("must be a positive number or None (no clipping)"),
+    ),
+    (
+        "learning_rate",
+        lambda p: (
+            callable(p["learning_rate"])
+            or (_is_number(p["learning_rate"]) and np.isfinite(p["learning_rate"]) and p["learning_rate"] > 0)
+        ),
+        _must("must be a positive finite number or a schedule (callable of progress remaining)"),
+    ),
+    (
+        "lr_schedule",
+        lambda p: p["lr_schedule"] in LR_SCHEDULES,
+        "unknown lr_schedule {value!r}; choose one of " + str(sorted(LR_SCHEDULES)),
+    ),
+    (
+        "q_lr_ratio",
+        lambda p: _is_number(p["q_lr_ratio"]) and np.isfinite(p["q_lr_ratio"]) and p["q_lr_ratio"] > 0,
+        _must("must be a positive number"),
+    ),
+    (
+        # torch.set_num_threads of a huge number kills the process (segmentation fault).
+        "num_procs",
+        lambda p: (
+            p["num_procs"] is None
+            or (isinstance(p["num_procs"], int | np.integer) and 0 < p["num_procs"] <= MAX_NUM_PROCS)
+        ),
+        _must(f"must be a positive integer at most {MAX_NUM_PROCS}, or None"),
+    ),
+    (
+        "verbose",
+        lambda p: isinstance(p.get("verbose", 0), int | np.integer) and p.get("verbose", 0) >= 0,
+        _must("must be a non-negative integer"),
+    ),
+    (
+        "tensorboard_log",
+        lambda p: p.get("tensorboard_log") is None or isinstance(p["tensorboard_log"], str | os.PathLike),
+        _must("must be a folder path (str or os.PathLike) or None"),
+    ),
+)
+
+
+def check_hyperparameters(params: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first invalid hyperparameter of the constructor's arguments
+    ``params`` (before anything is built): first the types, then the values, in a fixed order."""
+    for names, test, rule in _TYPE_RULES:
+        for name in names:
+            if not test(params[name]):
+                raise ValueError(f"{name} {rule}, got {params[name]!r}")
+    for name, check, message in _VALUE_RULES:
+        if not check(params):
+            raise ValueError(
+                message.format(
+                    name=name,
+                    value=params.get(name),
+                    n_steps=params["n_steps"],
+                    buffer_size=params["buffer_size"],
+                )
+            )
+    check_seed(params.get("seed"))
+    device = params.get("device", "auto")
+    if not isinstance(device, th.device) and device != "auto":
+        try:
+            th.device(device)
+        except (RuntimeError, TypeError, ValueError) as error:
+            raise ValueError(f"device {device!r} is not a torch device: {error}") from None
+
+
+def check_seed(seed: Any, name: str = "seed") -> None:
+    """Raise ``ValueError`` unless ``seed`` is ``None`` or an integer numpy and torch both accept."""
+    if seed is not None and (not _is_integer(seed) or not 0 <= seed <= 2**32 - 1):
+        raise ValueError(f"{name} must be an integer in [0, 2**32 - 1], got {seed!r}")
+
+
+def check_learn_arguments(
+    total_timesteps: Any,
+    callback: Any,
+    seed: Any,
+    log_interval: Any,
+    tb_log_name: Any,
+    has_env: bool = True,
+) -> None:
+    """Raise ``ValueError`` (``TypeError`` for the callback) naming the first argument ``learn`` refuses,
+    or saying that the model (``has_env`` false) has no environment to learn on."""
+    # A whole number written as a float (learn(1e5), the zoo's n_timesteps) counts, as in SB3.
+    whole_float = isinstance(total_timesteps, float) and float(total_timesteps).is_integer()
+    if not (_is_integer(total_timesteps) or whole_float) or total_timesteps < 0:
+        raise ValueError(f"total_timesteps must be a non-negative integer, got {total_timesteps!r}")
+    if not has_env:
+        raise ValueError("this model has no environment; pass one to ACER.load(..., env=...) or set_env()")
+    if log_interval is not None and (not _is_integer(log_interval) or log_interval < 0):
+        raise ValueError(f"log_interval must be a non-negative integer or None, got {log_interval!r}")
+    if not isinstance(tb_log_name, str):
+        raise ValueError(f"tb_log_name must be a string, got {tb_log_name!r}")
+    check_seed(seed)
+    callbacks = callback if isinstance(callback, list) else [callback]
+    if not all(c is None or isinstance(c, BaseCallback) or callable(c) for c in callbacks):
+        raise TypeError(
+            "callback must be an SB3 BaseCallback, a list of them, a callable (locals, globals) -> bool "
+            f"(SB2's), or None; got {callback!r}"
+        )
+
+
+# ---------------------------------------------------------------------- policy and optimizer settings
+
+
+def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], policy_kwargs: Any) -> type:
+    """The policy class that ``policy`` (a class or one of ``aliases``) names, after checking that it is a
+    subclass of one of ``base`` and that ``policy_kwargs`` (``None`` or a dict) fit it and its optimizer.
+
+    Raises:
+        ValueError: naming what is wrong.
+    """
+    if isinstance(policy, str) and policy not in aliases:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(aliases)} or a class")
+    if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, base)):
+        raise ValueError(
+            f"policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of {sorted(aliases)}"
+        )
+    policy_class = aliases[policy] if isinstance(policy, str) else policy
+    if policy_kwargs is not None:
+        check_policy_kwargs(policy_class, policy_kwargs)
+        check_optimizer_kwargs(policy_kwargs)
+    return policy_class
+
+
+def keyword_check(cls: type, given: dict[str, Any], positional: set[str]) -> tuple[set[str], set[str]]:
+    """The keywords of ``given`` that ``cls.__init__`` does not take, and those it takes (less
+    ``positional``); no unknown ones if it takes ``**kwargs``."""
+    parameters = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    accepted = set(parameters) - {"self"} - positional
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(), accepted
+    return set(given) - accepted, accepted
+
+
+def check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> None:
+    """Raise ``ValueError`` unless ``policy_kwargs`` is a dict of keywords ``policy_class`` takes (besides
+    the :data:`OPTIMIZER_KEYS`)."""
+    if not isinstance(policy_kwargs, dict):
+        raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
+    network_kwargs = {key: value for key, value in policy_kwargs.items() if key not in OPTIMIZER_KEYS}
+    unknown, accepted = keyword_check(policy_class, network_kwargs, {"observation_space", "action_space"})
+    if unknown:
+        accepted |= set(OPTIMIZER_KEYS)
+        raise ValueError(f"Unknown keywords for policy: {sorted(unknown)}; accepted: {sorted(accepted)}")
+
+
+def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
+    """Raise ``ValueError`` unless ``policy_kwargs``' ``optimizer_class`` is a torch optimizer and its
+    ``optimizer_kwargs`` are keywords it takes (less ``lr``, which follows ``learning_rate``)."""
+    optimizer_class = policy_kwargs.get("optimizer_class")
+    optimizer_kwargs = policy_kwargs.get("optimizer_kwargs")
+    if optimizer_class is None:
+        if optimizer_kwargs:
+            raise ValueError(
+                "policy_kwargs: optimizer_kwargs needs an optimizer_class; the default RMSProp takes "
+                "rprop_alpha and rprop_epsilon"
+            )
+        return
+    if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, th.optim.Optimizer)):
+        raise ValueError(
+            "policy_kwargs: optimizer_class must be a torch.optim.Optimizer subclass, "
+            f"got {optimizer_class!r}"
+        )
+    if optimizer_kwargs is None:
+        return
+    if not isinstance(optimizer_kwargs, dict):
+        raise ValueError(
+            f"policy_kwargs: optimizer_kwargs must be a dict, got {type(optimizer_kwargs).__name__}"
+        )
+    if "lr" in optimizer_kwargs:
+        raise ValueError(
+            "policy_kwargs: optimizer_kwargs must not set 'lr'; the step size is learning_rate "
+            "(with lr_schedule)"
+        )
+    unknown, accepted = keyword_check(optimizer_class, optimizer_kwargs, {"params", "lr"})
+    if unknown:
+        raise ValueError(
+            f"policy_kwargs: unknown optimizer_kwargs {sorted(unknown)} for {optimizer_class.__name__}; "
+            f"accepted: {sorted(accepted)}"
+        )
+
+
+# ---------------------------------------------------------------------- spaces
+
+
+def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEnv | None:
+    """``env`` (made from its id if need be) once its spaces are checked: unsupported spaces are refused
+    before BaseAlgorithm wraps the env, whose own checks are asserts (e.g. on unbounded Box actions) or name
+    another algorithm's policies (Dict observations). ``needed``: the networks are built now."""
+    if env is None:
+        if needed:
+            raise ValueError(
+                "ACER needs an environment to build its networks: pass env (an env id, a gymnasium Env or "
+                "a VecEnv); ACER.load(path) reads a saved model without one"
+            )
+        return None
+    env = maybe_make_env(env, verbose)
+    check_spaces(env.observation_space, env.action_space)
+    return env
+
+
+def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """Raise :class:`UnsupportedSpaceError` unless ACER can use these spaces."""
+    if not isinstance(action_space, spaces.Discrete):
+        raise UnsupportedSpaceError(
+            f"ACER supports only Discrete action spaces, got {action_space} "
+            f"({type(action_space).__name__} actions are not supported)"
+        )
+    supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    if not isinstance(observation_space, supported):
+        raise UnsupportedSpaceError(
+            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
+            f"got {observation_space}"
+        )
+    # SB3's preprocessing flattens a Box of at least one axis and a one-dimensional MultiDiscrete; these
+    # others would fail deep inside learn() or with a NumPy message.
+    if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
+        raise UnsupportedSpaceError(
+            f"ACER does not support Box observations of shape () (a scalar), got {observation_space}; "
+            "give them shape (1,) with a wrapper"
+        )
+    nvec_shape = np.shape(getattr(observation_space, "nvec", ()))
+    if isinstance(observation_space, spaces.MultiDiscrete) and len(nvec_shape) != 1:
+        raise UnsupportedSpaceError(
+            f"ACER supports MultiDiscrete observations of one dimension, got nvec of shape {nvec_shape}: "
+            f"{observation_space}; flatten them with a wrapper"
+        )
+    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
+    # with another start would silently get wrong actions or fail deep inside the network.
+    for kind, space in (("action", action_space), ("observation", observation_space)):
+        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
+            raise UnsupportedSpaceError(
+                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
+                f"(start={space.start}); shift the {kind}s with a wrapper"
+            )
+
+
+def check_policy_takes(
+    policy_class: type, policy_kwargs: dict[str, Any], observation_space: spaces.Space
+) -> None:
+    """Raise :class:`UnsupportedSpaceError` if a policy on SB3's ``NatureCNN`` (the Cnn policies, as
+    their signatures and ``policy_kwargs`` say) does not get images it can take. Called before building
+    ACER's own Cnn policies, and for any other policy only once it failed to build, so that a subclass
+    that builds is never second-guessed."""
+    extractor = policy_kwargs.get("features_extractor_class")
+    for klass in policy_class.__mro__ if extractor is None else ():
+        init = klass.__dict__.get("__init__")
+        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
+        if parameter is not None:  # the default of the nearest class that names it
+            extractor = parameter.default
+            break
+    if not (isinstance(extractor, type) and issubclass(extractor, NatureCNN)):
+        return
+    scaled = not policy_kwargs.get("normalize_images", True)
+    name = getattr(policy_class, "__name__", "the policy")
+    if not is_image_space(observation_space, check_channels=False, normalized_image=scaled):
+        raise UnsupportedSpaceError(
+            f"{name} needs image observations: uint8 [H, W, C] or [C, H, W] with values 0 to 255, "
+            "or float images already scaled, channel-first, with "
+            f"policy_kwargs=dict(normalize_images=False); got {observation_space}; use an Mlp policy "
+            "for other observations"
+        )
+    # NatureCNN takes a float image's first axis for its channels; one whose last side is its smallest,
+    # (84, 84, 3) say, is channel-last (SB3's own guess, the smallest side, refuses (48, 40, 40)).
+    height, width, last = observation_space.shape  # type: ignore[misc]
+    if scaled and observation_space.dtype != np.uint8 and last < min(height, width):
+        raise UnsupportedSpaceError(
+            f"{name}: float images must be channel-first [C, H, W] (only uint8 images are transposed), "
+            f"got {observation_space}; transpose them with a wrapper"
+        )
+
+
+# ---------------------------------------------------------------------- tensors and actions
+
+
+def as_tensor(value: Any, name: str) -> th.Tensor:
+    """``value`` as a tensor (a model file's entries may hold other things torch can read safely)."""
+    try:
+        return th.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name}: not a tensor ({type(value).__name__})") from None
+
+
+def check_finite(tensor: th.Tensor, name: str) -> None:
+    """Raise ``ValueError`` if the floating ``tensor`` holds NaN or inf (a policy that cannot act)."""
+    if tensor.is_floating_point() and not bool(th.isfinite(tensor).all()):
+        raise ValueError(f"{name}: holds non-finite values (NaN or inf)")
+
+
+def check_actions(actions: Any, n_observations: int, n_actions: int) -> np.ndarray:
+    """``actions`` (one per observation) as a flat array, after checking that they are integers in
+    ``[0, n_actions)``.
+
+    Raises:
+        ValueError: if their number or their values are wrong.
+    """
+    actions_array = np.asarray(actions).reshape(-1)
+    if actions_array.shape[0] != n_observations:
+        raise ValueError(f"got {actions_array.shape[0]} actions for {n_observations} observation(s)")
+    if not np.issubdtype(actions_array.dtype, np.integer) or (
+        (actions_array < 0).any() or (actions_array >= n_actions).any()
+    ):
+        raise ValueError(f"actions must be integers in [0, {n_actions}), got {actions_array}")
+    return actions_array

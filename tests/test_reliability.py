@@ -18,7 +18,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-import sb3_acer.acer
+import sb3_acer.base
 from sb3_acer import ACER
 from sb3_acer.envs.subproc import SafeSubprocVecEnv, SubprocEnvError
 from sb3_acer.rollout import collect_segment
@@ -280,7 +280,7 @@ def test_non_finite_loss_skips_the_update_counts_it_and_changes_no_weight() -> N
 
 def test_nan_rewards_with_the_env_check_off_never_reach_the_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second line of defence: even if non-finite data got in, no update writes NaN into the weights."""
-    monkeypatch.setattr(sb3_acer.acer, "check_env_step", lambda **kwargs: None)
+    monkeypatch.setattr(sb3_acer.base, "check_env_step", lambda **kwargs: None)
     env = DummyVecEnv([lambda: BadDataEnv("reward", bad_at=3)])
     model = ACER("MlpPolicy", env, **SMALL)
     model.learn(100)
