@@ -17,6 +17,7 @@ from sb3_acer.presets.expressions import read_expression
 
 __all__ = [
     "Parser",
+    "add_gym_packages",
     "check_device",
     "integer",
     "non_negative_int",
@@ -124,3 +125,10 @@ def torch_device(text: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def add_gym_packages(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--gym-packages PACKAGE ...`` (the zoo's flag: packages to import, as they register envs)."""
+    parser.add_argument(
+        "--gym-packages", nargs="+", action="extend", default=[], metavar="PACKAGE", help=help
+    )

@@ -17,7 +17,7 @@ from stable_baselines3.common.utils import check_for_correct_spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
-from sb3_acer.cli.arguments import positive_int, random_seed, torch_device
+from sb3_acer.cli.arguments import add_gym_packages, positive_int, random_seed, torch_device
 from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env, torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line
 from sb3_acer.cli.normalization import load_normalization
@@ -258,13 +258,8 @@ def add_parser(commands: Any) -> None:
     )
     enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
-    enjoy.add_argument(
-        "--gym-packages",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="PACKAGE",
-        help="import these packages first (besides those MODEL.json names), as they register environments",
+    add_gym_packages(
+        enjoy, "import these packages first (besides those MODEL.json names), as they register environments"
     )
     enjoy.add_argument(
         "--env-kwargs",

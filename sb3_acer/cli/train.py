@@ -15,7 +15,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
-from sb3_acer.cli.arguments import check_device, non_negative_int, positive_int, random_seed
+from sb3_acer.cli.arguments import add_gym_packages, check_device, non_negative_int, positive_int, random_seed
 from sb3_acer.cli.environments import torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
 from sb3_acer.cli.run_folder import check_can_create, in_folder, model_file, run_lock
@@ -185,13 +185,8 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     train.add_argument("env_id", metavar="ENV_ID", help="Gymnasium environment id, e.g. CartPole-v1")
-    train.add_argument(
-        "--gym-packages",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="PACKAGE",
-        help="import these packages first, as they register their environments (e.g. minigrid)",
+    add_gym_packages(
+        train, "import these packages first, as they register their environments (e.g. minigrid)"
     )
     train.add_argument("--n-envs", type=positive_int, help="parallel environments (default: preset)")
     train.add_argument("--timesteps", type=positive_int, help="environment steps, all envs (default: preset)")
