@@ -225,6 +225,16 @@ class SegmentAlgorithm(BaseAlgorithm):
             self.logger.record("replay/segments", len(self.replay_buffer), exclude="tensorboard")
         self.logger.dump(step=self.num_timesteps)
 
+    #: Whether the file this model was loaded from says it was trained on a ``VecNormalize`` env.
+    _loaded_with_vec_normalize = False
+
+    @property
+    def trained_with_vec_normalize(self) -> bool:
+        """Whether the model learns (or, loaded from a file, learned) on observations normalised by SB3's
+        ``VecNormalize``: then it must be run with the same statistics. Saved in the model file (files of
+        sb3-acer 0.1 do not say it: ``False``)."""
+        return self._vec_normalize_env is not None or self._loaded_with_vec_normalize
+
     @property
     def stats_window_size(self) -> int:
         """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""

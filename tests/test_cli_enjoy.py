@@ -381,3 +381,41 @@ def test_ctrl_c_in_enjoy_prints_the_episodes_played(
     code, out, err = run(capsys, "enjoy", str(tmp_path / "CartPole-v1_0"), "--episodes", "1000")
     assert code == 130 and err == "interrupted\n"
     assert "CartPole-v1: mean return over" in out and out.count("episode ") >= 2
+
+
+def test_a_normalised_model_without_its_statistics_is_refused_until_norm_stats_names_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    run_dir = tmp_path / "CartPole-v1_0"
+    # The model alone, copied elsewhere: no model.json, no statistics beside it.
+    alone = tmp_path / "elsewhere" / "model.zip"
+    alone.parent.mkdir()
+    alone.write_bytes((run_dir / "model.zip").read_bytes())
+    assert ACER.load(alone).trained_with_vec_normalize
+    code, out, err = run(capsys, "enjoy", str(alone), "--env", "CartPole-v1", "--episodes", "1")
+    assert_one_line_error(code, err, 1, "the model was trained with VecNormalize but")
+    assert "pass --norm-stats PATH" in err and "episode" not in out
+    stats = str(run_dir / "model.vecnormalize.npz")
+    code, out, err = run(
+        capsys, "enjoy", str(alone), "--env", "CartPole-v1", "--norm-stats", stats, "--episodes", "1"
+    )
+    assert code == 0, err
+    assert "mean return over 1 episode " in out
+    code, _, err = run(
+        capsys, "enjoy", str(alone), "--env", "CartPole-v1", "--norm-stats", str(tmp_path / "no.npz")
+    )
+    assert_one_line_error(
+        code, err, 1, f"the model was trained with VecNormalize but {tmp_path / 'no.npz'} is missing"
+    )
+
+
+def test_a_model_trained_without_normalisation_plays_without_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert train(capsys, tmp_path, "--timesteps", "100")[0] == 0
+    model_path = tmp_path / "CartPole-v1_0" / "model.zip"
+    (tmp_path / "CartPole-v1_0" / "model.json").unlink()
+    assert not ACER.load(model_path).trained_with_vec_normalize
+    code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--episodes", "1")
+    assert code == 0, err

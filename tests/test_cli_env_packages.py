@@ -7,9 +7,9 @@ import json
 import pathlib
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 
 from sb3_acer import ACER
-from tests.cli_helpers import assert_one_line_error, run
 
 pytest.importorskip("minigrid")
 

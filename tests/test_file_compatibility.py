@@ -59,3 +59,23 @@ def test_replay_file_loads_into_a_fresh_model() -> None:
     first, second = model.replay_buffer.sample(), saved.sample()
     assert first.observations.shape == second.observations.shape
     env.close()
+
+
+def test_files_of_the_first_format_were_not_trained_normalised() -> None:
+    # sb3-acer 0.1 did not record VecNormalize in the model file: its models load as not normalised.
+    assert not ACER.load(DATA / "cartpole_mlp.zip").trained_with_vec_normalize
+
+
+def test_the_model_file_records_training_on_vec_normalize(tmp_path: pathlib.Path) -> None:
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    model = ACER("MlpPolicy", env, n_steps=5, replay_ratio=0)
+    assert model.trained_with_vec_normalize
+    model.save(tmp_path / "model.zip")
+    assert ACER.load(tmp_path / "model.zip").trained_with_vec_normalize
+    # Its weights learned on normalised observations, whatever env it is given next.
+    raw = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    assert ACER.load(tmp_path / "model.zip", env=raw).trained_with_vec_normalize
+    raw.close()
+    env.close()

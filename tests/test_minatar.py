@@ -186,7 +186,7 @@ def test_benchmark_gives_every_algorithm_the_same_network() -> None:
 
 
 def test_train_and_enjoy_a_minatar_game_by_id(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.cli_helpers import run
+    from cli_helpers import run
 
     logs = tmp_path / "logs"
     code, out, err = run(
@@ -209,7 +209,7 @@ def test_train_and_enjoy_a_minatar_game_by_id(tmp_path: Any, capsys: pytest.Capt
 def test_a_cnn_policy_on_the_float_grid_needs_an_extractor(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.cli_helpers import assert_one_line_error, run
+    from cli_helpers import assert_one_line_error, run
 
     common = ["--timesteps", "40", "--n-envs", "1", "--no-progress-bar", "--log-folder", str(tmp_path)]
     code, _, err = run(capsys, "train", "MinAtar/Breakout-v1", *common, "--hyperparams", "policy_kwargs={}")
@@ -223,7 +223,7 @@ def test_a_cnn_policy_on_the_float_grid_needs_an_extractor(
 def test_a_minatar_id_without_the_package_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.cli_helpers import assert_one_line_error, run
+    from cli_helpers import assert_one_line_error, run
 
     monkeypatch.setitem(sys.modules, "minatar", None)
     monkeypatch.setitem(sys.modules, "minatar.gym", None)

@@ -111,10 +111,16 @@ def _enjoy_env(
     except ValueError as error:
         env.close()
         raise UsageError(f"the model does not fit {env_id}: {one_line(error)}") from None
-    normalization_path = sidecar(model_path, ".vecnormalize.npz")
-    # The run description says whether the model was trained normalised; without one (a model saved from
-    # Python), statistics beside the model are used when they exist.
-    normalized = run_info["normalize"] if "normalize" in run_info else normalization_path.is_file()
+    normalization_path = (
+        sidecar(model_path, ".vecnormalize.npz") if args.norm_stats is None else args.norm_stats
+    )
+    # --norm-stats, the run description or the model file say whether the model was trained normalised;
+    # without them (a model of sb3-acer 0.1 saved from Python), statistics beside the model are used.
+    normalized = (
+        args.norm_stats is not None
+        or model.trained_with_vec_normalize
+        or run_info.get("normalize", normalization_path.is_file())
+    )
     if normalized and normalization_path.is_file():
         try:
             env = load_normalization(env, normalization_path)
@@ -123,7 +129,10 @@ def _enjoy_env(
             raise CLIError(f"cannot read {normalization_path}: {one_line(error)}") from None
     elif normalized:
         env.close()
-        raise CLIError(f"the model was trained with VecNormalize but {normalization_path} is missing")
+        raise CLIError(
+            f"the model was trained with VecNormalize but {normalization_path} is missing: "
+            "pass --norm-stats PATH (the .vecnormalize.npz file its run wrote)"
+        )
     return env
 
 
@@ -267,6 +276,12 @@ def add_parser(commands: Any) -> None:
         action="extend",
         metavar="KEY=VALUE",
         help="keyword arguments of gymnasium.make, over those MODEL.json saved",
+    )
+    enjoy.add_argument(
+        "--norm-stats",
+        type=pathlib.Path,
+        metavar="PATH",
+        help="VecNormalize statistics to play with (default: MODEL.vecnormalize.npz beside the model)",
     )
     enjoy.add_argument("--episodes", type=positive_int, default=5, help="number of episodes (default 5)")
     enjoy.add_argument("--deterministic", action="store_true", help="take the most probable action")

@@ -170,6 +170,7 @@ def model_data(model: ACER) -> dict[str, Any]:
         "n_updates": int(model._n_updates),
         "n_replay_updates": int(model._n_replay_updates),
         "n_skipped_updates": int(model.n_skipped_updates),
+        "trained_with_vec_normalize": bool(model.trained_with_vec_normalize),
         "rng_states": {**global_rng_states(), "replay": generator_state(model._replay_rng)},
     }
 
@@ -493,6 +494,12 @@ def _restore_counters(model: ACER, path: PathOrFile, data: dict[str, Any]) -> No
         model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
     except (ValueError, TypeError) as error:
         raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
+    flag = data.get("trained_with_vec_normalize", False)
+    if not isinstance(flag, bool):
+        raise ModelFileError(
+            f"{path}: data.json's trained_with_vec_normalize must be true or false, got {flag!r}"
+        )
+    model._loaded_with_vec_normalize = flag
 
 
 def _restore_replay_and_rng(model: ACER, path: PathOrFile, saved: _SavedModel, seed: int | None) -> None:
