@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -49,8 +50,8 @@ class HookRecorder(BaseCallback):
         self.calls["training_end"] += 1
 
 
-def test_callback_sees_all_five_hooks() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+def test_callback_sees_all_five_hooks(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     recorder = HookRecorder()
     model.learn(100, callback=recorder)
     assert recorder.calls == dict(

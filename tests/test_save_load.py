@@ -10,6 +10,7 @@ import pickle
 import re
 import stat
 import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -291,6 +292,17 @@ def test_set_env_without_force_reset_keeps_the_episode() -> None:
     assert model._last_obs is None
 
 
+def test_skipped_updates_and_total_timesteps_survive_save_load(tmp_path: pathlib.Path) -> None:
+    """``n_skipped_updates`` and ``_total_timesteps`` are saved and restored."""
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0).learn(50)
+    model.n_skipped_updates = 3
+    path = tmp_path / "model.zip"
+    model.save(path)
+    loaded = ACER.load(path)
+    assert loaded.n_skipped_updates == 3
+    assert loaded._total_timesteps == 50
+
+
 # ---------------------------------------------------------------------------------------------- policy kwargs
 
 
@@ -513,8 +525,8 @@ def test_model_file_refuses_classes_that_are_not_modules(
 # ---------------------------------------------------------------------------------------------- parameters
 
 
-def test_get_parameters_are_copies_and_round_trip() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+def test_get_parameters_are_copies_and_round_trip(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     model.learn(50)
     params = model.get_parameters()
     assert set(params) == {"policy", "policy_avg", "optimizer"}
