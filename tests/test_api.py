@@ -203,7 +203,7 @@ def test_vec_env_type_is_kept(cartpole_model: ACER) -> None:
     assert isinstance(cartpole_model.get_env(), VecEnv)
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ---------------------------------------------------------------- observation spaces the networks cannot take
 
 
 @pytest.mark.parametrize(
@@ -223,7 +223,7 @@ def test_observation_spaces_the_networks_cannot_take_are_refused_up_front(
         ACER("MlpPolicy", ObservationSpaceEnv(observation_space))
 
 
-# ---------------------------------------------------------------------- found by review (stop 41)
+# ------------------------------------------------------------------------------------ images for Cnn policies
 
 FLOAT_IMAGE_LAST = spaces.Box(0.0, 1.0, (36, 36, 1), np.float32)
 FLOAT_IMAGE_FIRST = spaces.Box(0.0, 1.0, (1, 36, 36), np.float32)

@@ -239,7 +239,7 @@ def test_logged_keys(tmp_path: pathlib.Path) -> None:
     assert 0.0 <= float(last["train/rho_truncated_frac"]) <= 1.0
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ------------------------------------------------------------------- episode statistics and seeding as in SB3
 
 
 class ReportsSuccess(gym.Wrapper):

@@ -743,7 +743,7 @@ def test_replay_buffer_generator_with_a_short_key_raises(
         load_buffer(tmp_path / "rng.pkl")
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ----------------------------------------------------------------- replay memory values that put cannot store
 
 
 def _damage(buffer: Any, change: str) -> None:

@@ -1,4 +1,6 @@
-"""Bad input gets a clear error before any state changes; docs/reliability.md lists each case and its test."""
+"""Bad input and failures get a clear error before any state changes: observations given to predict,
+non-finite env data and losses, set_env with other spaces, failing subprocess envs, a missing env, Ctrl-C in
+a rollout. tests/reliability_cases.md lists every case and its test, and a test here checks they exist."""
 
 from __future__ import annotations
 
@@ -398,10 +400,7 @@ def test_every_row_of_the_reliability_cases_names_an_existing_test() -> None:
         assert re.search(rf"^def {test}\(", source, re.M), f"{path}::{test} does not exist"
 
 
-# ------------------------------------------------------------------ found by review (stop 39)
-
-
-# ---------------------------------------------------------------------- found by review (stop 41)
+# --------------------------------------------------------- an env missing or given by id; Ctrl-C in a rollout
 
 
 def test_a_model_without_environment_says_so() -> None:

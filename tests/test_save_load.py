@@ -712,7 +712,7 @@ def test_invalid_override_at_load_is_reported_as_the_callers(trained: tuple[ACER
     assert not isinstance(raised.value, ModelFileError)
 
 
-# ---------------------------------------------------------------------- found by review (stop 39)
+# --------------------------------------------------------- custom objects, optimizer states and seeds at load
 
 
 class ScriptExtractor(FlattenExtractor):
@@ -791,7 +791,7 @@ def test_a_load_that_fails_leaves_the_thread_count_and_generators_as_they_were(
     assert th.get_num_threads() == threads
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ------------------------------------------------------------ damaged entries, file permissions, saved spaces
 
 
 def rewrite_tensors(source: pathlib.Path, target: pathlib.Path, name: str, state: Any) -> None:

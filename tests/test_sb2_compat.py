@@ -1,4 +1,5 @@
-"""The cases SB2's own test suite ran on ACER (section 7 of the behaviour notes), and the SB2 docs example."""
+"""SB2 compatibility: the cases SB2's own test suite ran on ACER (section 7 of the behaviour notes), custom
+policies and ``net_arch`` as SB2 took them, the SB2 docs example, and SB2's positional arguments."""
 
 from __future__ import annotations
 
