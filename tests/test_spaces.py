@@ -17,6 +17,13 @@ from stable_baselines3.common.vec_env import VecTransposeImage
 
 from sb3_acer import ACER
 
+
+@pytest.fixture(scope="module")
+def small_settings(small_settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The shared small settings (conftest.py) with the 100-step memory these tests always had."""
+    return {**small_settings, "buffer_size": 100}
+
+
 OBSERVATION_SPACES = {
     "box": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32),
     "box2d": spaces.Box(-1.0, 1.0, shape=(2, 3), dtype=np.float32),
@@ -54,12 +61,6 @@ def test_observation_space_learns_with_replay_and_predicts(
     loaded = ACER.load(buffer)
     assert loaded.observation_space == model.observation_space
     np.testing.assert_array_equal(loaded.action_probability(batch), model.action_probability(batch))
-
-
-@pytest.fixture(scope="module")
-def small_settings(small_settings: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The shared small settings (conftest.py) with the 100-step memory these tests always had."""
-    return {**small_settings, "buffer_size": 100}
 
 
 def test_discrete_observation_as_python_int(small_settings: Mapping[str, Any]) -> None:
