@@ -63,7 +63,7 @@ def test_callback_sees_all_five_hooks(small_settings: Mapping[str, Any]) -> None
     assert {"new_obs", "actions", "rewards", "dones", "infos"} <= recorder.step_keys
 
 
-def test_list_of_callbacks() -> None:
+def test_each_callback_of_a_list_sees_every_hook() -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0)
     first, second = HookRecorder(), HookRecorder()
     model.learn(50, callback=[first, second])
@@ -151,7 +151,7 @@ def test_legacy_callable_returning_falsy_non_false_continues() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:rich is experimental/alpha")  # tqdm.rich's own warning
-def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar_counts_every_step(capsys: pytest.CaptureFixture[str]) -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0)
     model.learn(50, progress_bar=True)
     assert model.num_timesteps == 50
@@ -179,7 +179,7 @@ def test_tensorboard_new_runs_get_new_folders(tmp_path: pathlib.Path) -> None:
     model.logger.close()
 
 
-def test_tensorboard_scalars(tmp_path: pathlib.Path) -> None:
+def test_tensorboard_receives_the_scalars_at_each_log_interval(tmp_path: pathlib.Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     model = ACER("MlpPolicy", "CartPole-v1", tensorboard_log=str(tmp_path), n_steps=20, replay_start=40)
@@ -219,7 +219,7 @@ LOGGED_KEYS = {
 }
 
 
-def test_logged_keys(tmp_path: pathlib.Path) -> None:
+def test_every_logged_key_is_written_and_finite(tmp_path: pathlib.Path) -> None:
     logger = configure(str(tmp_path), ["csv"])
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=20, replay_start=40, buffer_size=200, seed=0)
     model.set_logger(logger)

@@ -93,7 +93,7 @@ def test_mlp_lstm_policies_by_name_and_class(
 
 
 @pytest.mark.parametrize(("cls", "layer_norm"), [(CnnLstmPolicy, False), (CnnLnLstmPolicy, True)])
-def test_cnn_lstm_policies(cls: type, layer_norm: bool) -> None:
+def test_cnn_lstm_policies_build_on_nature_cnn_and_train_on_images(cls: type, layer_norm: bool) -> None:
     name = cls.__name__
     assert ACER.policy_aliases[name] is cls
     policy = cls(IMAGE, spaces.Discrete(3))
@@ -110,7 +110,7 @@ def test_cnn_lstm_policies(cls: type, layer_norm: bool) -> None:
     assert action.shape == () and state[0].shape == (1, 1, 16)
 
 
-def test_sb2_initialisation() -> None:
+def test_recurrent_policies_start_with_sb2_initialisation() -> None:
     policy = MlpLstmPolicy(BOX, spaces.Discrete(4))
     # Heads of SB2's recurrent policies: orthogonal with gain 1 (rows orthonormal), zero bias.
     for head in (policy.action_net, policy.q_net):
@@ -518,7 +518,7 @@ def test_predict_single_env_after_training_on_four(trained_on_four_envs: ACER) -
     assert np.abs(zero - carried).max() > 1e-4
 
 
-def test_predict_state_errors(trained_on_four_envs: ACER) -> None:
+def test_predict_refuses_states_and_episode_starts_of_the_wrong_shape(trained_on_four_envs: ACER) -> None:
     model = trained_on_four_envs
     obs = np.zeros((2, 4), dtype=np.float32)
     with pytest.raises(ValueError, match=r"state arrays must have shape \(1, 2, 32\)"):
@@ -565,7 +565,9 @@ def test_evaluate_policy_single_and_multi_env(trained_on_four_envs: ACER) -> Non
         assert len(rewards) == 4 and all(length > 0 for length in lengths)  # type: ignore[arg-type]
 
 
-def test_eval_callback(tmp_path: pathlib.Path, small_settings: Mapping[str, Any]) -> None:
+def test_eval_callback_evaluates_and_saves_the_best_recurrent_model(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
     eval_env = Monitor(gym.make("CartPole-v1"))
     callback = EvalCallback(
         eval_env, eval_freq=20, n_eval_episodes=2, log_path=str(tmp_path), best_model_save_path=str(tmp_path)

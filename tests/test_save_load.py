@@ -269,7 +269,9 @@ def test_set_parameters_from_another_grouping_replaces_the_optimizer_state(
     assert_same_tensors(all_tensors(model), all_tensors(fresh))
 
 
-def test_set_env(trained: tuple[ACER, pathlib.Path]) -> None:
+def test_set_env_on_a_loaded_model_checks_spaces_and_rebuilds_the_replay_memory(
+    trained: tuple[ACER, pathlib.Path],
+) -> None:
     _, path = trained
     loaded = ACER.load(path)
     with pytest.raises(ValueError, match="spaces differ"):

@@ -72,7 +72,9 @@ class CustomPolicy(MlpPolicy):
         super().__init__(*args, **kwargs)
 
 
-def test_custom_policy_class(tmp_path: pathlib.Path, small_settings: Mapping[str, Any]) -> None:
+def test_sb2_custom_policy_class_trains_saves_and_loads(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
     model = ACER(CustomPolicy, "CartPole-v1", **small_settings).learn(100)
     obs = np.zeros(4, dtype=np.float32)
     for _ in range(100):
