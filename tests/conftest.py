@@ -1,9 +1,11 @@
-"""Shared test set-up: one torch thread, RNG state restored around every test."""
+"""Shared test set-up: one torch thread, RNG state restored around every test, and the small ACER settings."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,3 +32,14 @@ def _restore_rng_and_threads() -> Iterator[None]:
     np.random.set_state(numpy_state)
     th.set_rng_state(torch_state)
     th.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def small_settings() -> Mapping[str, Any]:
+    """ACER settings for a fast model that replays: segments of 5 steps, a memory of 50 steps (10 segments),
+    replay from 10 stored steps, seed 0.
+
+    Read-only and shared by every test; a test that needs another value passes it beside them, e.g.
+    ``ACER("MlpPolicy", env, **{**small_settings, "buffer_size": 60})``.
+    """
+    return MappingProxyType(dict(n_steps=5, buffer_size=50, replay_start=10, seed=0))

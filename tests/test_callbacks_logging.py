@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -49,8 +50,8 @@ class HookRecorder(BaseCallback):
         self.calls["training_end"] += 1
 
 
-def test_callback_sees_all_five_hooks() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+def test_callback_sees_all_five_hooks(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     recorder = HookRecorder()
     model.learn(100, callback=recorder)
     assert recorder.calls == dict(
@@ -62,7 +63,7 @@ def test_callback_sees_all_five_hooks() -> None:
     assert {"new_obs", "actions", "rewards", "dones", "infos"} <= recorder.step_keys
 
 
-def test_list_of_callbacks() -> None:
+def test_each_callback_of_a_list_sees_every_hook() -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0)
     first, second = HookRecorder(), HookRecorder()
     model.learn(50, callback=[first, second])
@@ -150,7 +151,7 @@ def test_legacy_callable_returning_falsy_non_false_continues() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:rich is experimental/alpha")  # tqdm.rich's own warning
-def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar_counts_every_step(capsys: pytest.CaptureFixture[str]) -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0)
     model.learn(50, progress_bar=True)
     assert model.num_timesteps == 50
@@ -178,7 +179,7 @@ def test_tensorboard_new_runs_get_new_folders(tmp_path: pathlib.Path) -> None:
     model.logger.close()
 
 
-def test_tensorboard_scalars(tmp_path: pathlib.Path) -> None:
+def test_tensorboard_receives_the_scalars_at_each_log_interval(tmp_path: pathlib.Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     model = ACER("MlpPolicy", "CartPole-v1", tensorboard_log=str(tmp_path), n_steps=20, replay_start=40)
@@ -218,7 +219,7 @@ LOGGED_KEYS = {
 }
 
 
-def test_logged_keys(tmp_path: pathlib.Path) -> None:
+def test_every_logged_key_is_written_and_finite(tmp_path: pathlib.Path) -> None:
     logger = configure(str(tmp_path), ["csv"])
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=20, replay_start=40, buffer_size=200, seed=0)
     model.set_logger(logger)
@@ -238,7 +239,7 @@ def test_logged_keys(tmp_path: pathlib.Path) -> None:
     assert 0.0 <= float(last["train/rho_truncated_frac"]) <= 1.0
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ------------------------------------------------------------------- episode statistics and seeding as in SB3
 
 
 class ReportsSuccess(gym.Wrapper):

@@ -20,6 +20,7 @@ import sys
 import time
 import warnings
 import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -49,7 +50,12 @@ from sb3_acer.serialization.rng_state import global_rng_states, set_global_rng_s
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "reliability_worker.py"
-SMALL = dict(n_steps=5, buffer_size=60, replay_start=10, seed=0)
+
+
+@pytest.fixture(scope="module")
+def small_settings(small_settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The shared small settings (conftest.py) with a 60-step memory: 12 segments, a count checked here."""
+    return {**small_settings, "buffer_size": 60}
 
 
 def assert_buffers_equal(a: Any, b: Any) -> None:
@@ -88,10 +94,12 @@ def assert_same_samples(a: Any, b: Any, n: int = 5) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[ACER, pathlib.Path]:
+def trained(
+    tmp_path_factory: pytest.TempPathFactory, small_settings: Mapping[str, Any]
+) -> tuple[ACER, pathlib.Path]:
     """A CartPole model whose replay memory holds truncated episodes (final observations) and has wrapped."""
     env = DummyVecEnv([lambda: gym.wrappers.TimeLimit(gym.make("CartPole-v1").unwrapped, 12)] * 2)
-    model = ACER("MlpPolicy", env, **SMALL).learn(200)  # type: ignore[arg-type]
+    model = ACER("MlpPolicy", env, **small_settings).learn(200)  # type: ignore[arg-type]
     assert model.replay_buffer is not None and model.replay_buffer.num_in_buffer == 12
     assert any(len(index) for index, _ in model.replay_buffer.final)
     path = tmp_path_factory.mktemp("buffers") / "buffer"
@@ -118,12 +126,12 @@ def test_replay_buffer_file_is_json_and_npy_arrays(trained: tuple[ACER, pathlib.
 
 
 def test_replay_buffer_round_trip_is_exact(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
 ) -> None:
     model, _ = trained
     assert model.replay_buffer is not None
     model.save_replay_buffer(tmp_path / "buffer.pkl")
-    loaded = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2), **SMALL)
+    loaded = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2), **small_settings)
     assert loaded.replay_buffer is not None and len(loaded.replay_buffer) == 0
     loaded.load_replay_buffer(tmp_path / "buffer.pkl")
     assert_buffers_equal(loaded.replay_buffer, model.replay_buffer)
@@ -205,8 +213,10 @@ def test_only_known_buffer_classes_are_saved(tmp_path: pathlib.Path) -> None:
 # ------------------------------------------------------------------------------------------ checkpoints
 
 
-def test_checkpoint_file_restores_model_buffer_counters_and_random_streams(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", learning_rate=1e-3, **SMALL)
+def test_checkpoint_file_restores_model_buffer_counters_and_random_streams(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", learning_rate=1e-3, **small_settings)
     model.learn(100)
     model.save(tmp_path / "checkpoint", include=["replay_buffer"])
     assert model.replay_buffer is not None
@@ -250,8 +260,8 @@ def test_checkpoint_file_restores_model_buffer_counters_and_random_streams(tmp_p
     np.testing.assert_array_equal(actual[4], expected[4])
 
 
-def test_checkpoint_through_a_file_object() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL).learn(50)
+def test_checkpoint_through_a_file_object(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings).learn(50)
     stream = io.BytesIO()
     model.save(stream, include=["replay_buffer"])
     stream.seek(0)
@@ -259,10 +269,10 @@ def test_checkpoint_through_a_file_object() -> None:
     assert_buffers_equal(loaded.replay_buffer, model.replay_buffer)
 
 
-def test_checkpoint_of_a_recurrent_policy_keeps_the_lstm_states() -> None:
+def test_checkpoint_of_a_recurrent_policy_keeps_the_lstm_states(small_settings: Mapping[str, Any]) -> None:
     if "MlpLstmPolicy" not in ACER.policy_aliases:
         pytest.skip("no recurrent policies")
-    model = ACER("MlpLstmPolicy", "CartPole-v1", **SMALL).learn(60)
+    model = ACER("MlpLstmPolicy", "CartPole-v1", **small_settings).learn(60)
     assert model.replay_buffer is not None and getattr(model.replay_buffer, "state_size", 0) > 0
     stream = io.BytesIO()
     model.save(stream, include=["replay_buffer"])
@@ -273,8 +283,8 @@ def test_checkpoint_of_a_recurrent_policy_keeps_the_lstm_states() -> None:
     assert loaded.num_timesteps == 80
 
 
-def test_plain_save_holds_no_replay_buffer(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL).learn(50)
+def test_plain_save_holds_no_replay_buffer(tmp_path: pathlib.Path, small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings).learn(50)
     model.save(tmp_path / "model")
     with zipfile.ZipFile(tmp_path / "model.zip") as archive:
         assert not any(name.startswith("replay_buffer") for name in archive.namelist())
@@ -284,8 +294,10 @@ def test_plain_save_holds_no_replay_buffer(tmp_path: pathlib.Path) -> None:
         loaded.load_replay_buffer(tmp_path / "model.zip")
 
 
-def test_checkpoint_with_another_number_of_envs(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL).learn(50)
+def test_checkpoint_with_another_number_of_envs(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings).learn(50)
     model.save(tmp_path / "checkpoint", include=["replay_buffer"])
     three = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3)
     with pytest.raises(ValueError, match=r"n_envs=1 but this model needs n_envs=3.*'replay_buffer': None"):
@@ -307,6 +319,7 @@ def test_checkpoint_with_another_number_of_envs(tmp_path: pathlib.Path) -> None:
 
 def test_load_replay_buffer_that_does_not_fit_raises_and_keeps_the_memory(
     trained: tuple[ACER, pathlib.Path],
+    small_settings: Mapping[str, Any],
 ) -> None:
     _, path = trained
     two = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
@@ -319,10 +332,10 @@ def test_load_replay_buffer_that_does_not_fit_raises_and_keeps_the_memory(
         with pytest.raises(ValueError, match=f"the replay buffer has {name}="):
             model.load_replay_buffer(path)
         assert model.replay_buffer is own
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL)
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     with pytest.raises(ValueError, match="n_envs=2 but this model needs n_envs=1"):
         model.load_replay_buffer(path)
-    other_space = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("Acrobot-v1")] * 2), **SMALL)
+    other_space = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("Acrobot-v1")] * 2), **small_settings)
     with pytest.raises(ValueError, match="obs_shape"):
         other_space.load_replay_buffer(path)
 
@@ -365,8 +378,8 @@ def test_corrupt_rng_states_in_a_model_file_raise(tmp_path: pathlib.Path) -> Non
 # ------------------------------------------------------------------------------------------ damaged files
 
 
-def test_missing_replay_buffer_file_raises(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL)
+def test_missing_replay_buffer_file_raises(tmp_path: pathlib.Path, small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     with pytest.raises(FileNotFoundError, match="no replay buffer file"):
         model.load_replay_buffer(tmp_path / "nothing")
     with pytest.raises(FileNotFoundError):
@@ -539,11 +552,26 @@ def test_array_header_announcing_more_data_than_the_entry_holds_is_refused(
         load_buffer(tmp_path / "bomb.pkl")
 
 
+def test_saved_buffer_with_next_idx_at_capacity_is_refused() -> None:
+    """A replay buffer file whose ``next_idx`` equals the capacity (one past the end) is refused on load."""
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=20, replay_start=5, seed=0).learn(10)
+    buffer = model.replay_buffer
+    assert buffer is not None and buffer.capacity == 4
+    buffer.next_idx = buffer.capacity
+    handle = io.BytesIO()
+    save_buffer(buffer, handle)
+    handle.seek(0)
+    with pytest.raises(ReplayBufferFileError, match=r"next_idx=4 outside \[0, 3\]"):
+        load_buffer(handle)
+
+
 # ------------------------------------------------------------------------------------------ SB3 callback
 
 
-def test_checkpoint_callback_saves_model_and_replay_buffer(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL)
+def test_checkpoint_callback_saves_model_and_replay_buffer(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     callback = CheckpointCallback(save_freq=20, save_path=str(tmp_path), save_replay_buffer=True)
     model.learn(60, callback=callback)
     names = sorted(path.name for path in tmp_path.iterdir())
@@ -716,7 +744,7 @@ def test_replay_buffer_generator_with_a_short_key_raises(
         load_buffer(tmp_path / "rng.pkl")
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ----------------------------------------------------------------- replay memory values that put cannot store
 
 
 def _damage(buffer: Any, change: str) -> None:

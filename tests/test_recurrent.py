@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -40,7 +41,6 @@ from sb3_acer.update import recurrent_outputs
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from benchmarks.recurrent_cartpole import NoVelocityObservation
 
-SMALL: dict[str, Any] = dict(n_steps=5, buffer_size=50, replay_start=10)
 TINY_LSTM: dict[str, Any] = dict(n_lstm=16, net_arch=[16, "lstm"])
 BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 IMAGE = spaces.Box(0, 255, shape=(1, 36, 36), dtype=np.uint8)
@@ -73,9 +73,11 @@ def random_state(n: int, size: int = 8, seed: int = 1) -> tuple[th.Tensor, th.Te
     ("name", "cls", "layer_norm"),
     [("MlpLstmPolicy", MlpLstmPolicy, False), ("MlpLnLstmPolicy", MlpLnLstmPolicy, True)],
 )
-def test_mlp_lstm_policies_by_name_and_class(name: str, cls: type, layer_norm: bool) -> None:
-    by_name = ACER(name, "CartPole-v1", **SMALL)
-    by_class = ACER(cls, "CartPole-v1", **SMALL)
+def test_mlp_lstm_policies_by_name_and_class(
+    name: str, cls: type, layer_norm: bool, small_settings: Mapping[str, Any]
+) -> None:
+    by_name = ACER(name, "CartPole-v1", **small_settings)
+    by_class = ACER(cls, "CartPole-v1", **small_settings)
     for model in (by_name, by_class):
         assert model.policy_class is cls and type(model.policy) is cls
     policy = by_name.policy
@@ -91,7 +93,7 @@ def test_mlp_lstm_policies_by_name_and_class(name: str, cls: type, layer_norm: b
 
 
 @pytest.mark.parametrize(("cls", "layer_norm"), [(CnnLstmPolicy, False), (CnnLnLstmPolicy, True)])
-def test_cnn_lstm_policies(cls: type, layer_norm: bool) -> None:
+def test_cnn_lstm_policies_build_on_nature_cnn_and_train_on_images(cls: type, layer_norm: bool) -> None:
     name = cls.__name__
     assert ACER.policy_aliases[name] is cls
     policy = cls(IMAGE, spaces.Discrete(3))
@@ -108,7 +110,7 @@ def test_cnn_lstm_policies(cls: type, layer_norm: bool) -> None:
     assert action.shape == () and state[0].shape == (1, 1, 16)
 
 
-def test_sb2_initialisation() -> None:
+def test_recurrent_policies_start_with_sb2_initialisation() -> None:
     policy = MlpLstmPolicy(BOX, spaces.Discrete(4))
     # Heads of SB2's recurrent policies: orthogonal with gain 1 (rows orthonormal), zero bias.
     for head in (policy.action_net, policy.q_net):
@@ -142,10 +144,16 @@ SB2_CUSTOM = [
 
 @pytest.mark.parametrize(("kwargs", "before", "after", "pi", "qf"), SB2_CUSTOM)
 def test_sb2_custom_lstm_policies(
-    tmp_path: pathlib.Path, kwargs: dict, before: list, after: list, pi: list, qf: list
+    tmp_path: pathlib.Path,
+    kwargs: dict,
+    before: list,
+    after: list,
+    pi: list,
+    qf: list,
+    small_settings: Mapping[str, Any],
 ) -> None:
     """SB2's test_lstm_policy: build, learn, predict 100 steps on the training env, save, load."""
-    model = ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=kwargs, seed=0, **SMALL).learn(100)
+    model = ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=kwargs, **small_settings).learn(100)
     policy = model.policy
     assert isinstance(policy, RecurrentACERPolicy)
     sizes = lambda seq: [m.out_features for m in seq if isinstance(m, nn.Linear)]  # noqa: E731
@@ -172,34 +180,11 @@ class CustomLSTMPolicy(MlpLstmPolicy):
         super().__init__(*args, **kwargs)
 
 
-def test_custom_lstm_policy_class(tmp_path: pathlib.Path) -> None:
-    model = ACER(CustomLSTMPolicy, "CartPole-v1", seed=0, **SMALL).learn(50)
+def test_custom_lstm_policy_class(tmp_path: pathlib.Path, small_settings: Mapping[str, Any]) -> None:
+    model = ACER(CustomLSTMPolicy, "CartPole-v1", **small_settings).learn(50)
     model.save(tmp_path / "custom.zip")
     loaded = ACER.load(tmp_path / "custom.zip", policy=CustomLSTMPolicy)
     assert type(loaded.policy) is CustomLSTMPolicy and loaded.policy.n_lstm == 32
-
-
-@pytest.mark.parametrize(
-    ("net_arch", "message"),
-    [
-        ([64, 64], "'lstm' exactly once"),
-        (["lstm", 8, "lstm"], "'lstm' exactly once"),
-        ([dict(pi=[8]), "lstm"], "before 'lstm'"),
-        (["lstm", dict(pi=[8]), 8], "shared part"),
-        (["lstm", dict(critic=[8])], "keys must be 'pi' and 'qf'"),
-        ("lstm", "must be a list containing 'lstm'"),
-    ],
-)
-def test_bad_recurrent_net_arch_raises(net_arch: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=net_arch))
-
-
-def test_bad_n_lstm_and_unknown_kwargs_raise() -> None:
-    with pytest.raises(ValueError, match="n_lstm must be a positive integer"):
-        ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=dict(n_lstm=0))
-    with pytest.raises(ValueError, match="Unknown keywords for policy"):
-        ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=dict(layers=[64]))
 
 
 def test_parse_recurrent_net_arch() -> None:
@@ -499,8 +484,8 @@ def test_segment_replay_buffer_with_state_round_trip_and_errors() -> None:
 
 
 @pytest.fixture(scope="module")
-def trained_on_four_envs() -> ACER:
-    model = ACER("MlpLstmPolicy", cartpole_envs(4), seed=0, policy_kwargs=dict(n_lstm=32), **SMALL)
+def trained_on_four_envs(small_settings: Mapping[str, Any]) -> ACER:
+    model = ACER("MlpLstmPolicy", cartpole_envs(4), policy_kwargs=dict(n_lstm=32), **small_settings)
     return model.learn(200)
 
 
@@ -533,7 +518,7 @@ def test_predict_single_env_after_training_on_four(trained_on_four_envs: ACER) -
     assert np.abs(zero - carried).max() > 1e-4
 
 
-def test_predict_state_errors(trained_on_four_envs: ACER) -> None:
+def test_predict_refuses_states_and_episode_starts_of_the_wrong_shape(trained_on_four_envs: ACER) -> None:
     model = trained_on_four_envs
     obs = np.zeros((2, 4), dtype=np.float32)
     with pytest.raises(ValueError, match=r"state arrays must have shape \(1, 2, 32\)"):
@@ -580,12 +565,14 @@ def test_evaluate_policy_single_and_multi_env(trained_on_four_envs: ACER) -> Non
         assert len(rewards) == 4 and all(length > 0 for length in lengths)  # type: ignore[arg-type]
 
 
-def test_eval_callback(tmp_path: pathlib.Path) -> None:
+def test_eval_callback_evaluates_and_saves_the_best_recurrent_model(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
     eval_env = Monitor(gym.make("CartPole-v1"))
     callback = EvalCallback(
         eval_env, eval_freq=20, n_eval_episodes=2, log_path=str(tmp_path), best_model_save_path=str(tmp_path)
     )
-    model = ACER("MlpLnLstmPolicy", cartpole_envs(2), seed=0, policy_kwargs=TINY_LSTM, **SMALL)
+    model = ACER("MlpLnLstmPolicy", cartpole_envs(2), policy_kwargs=TINY_LSTM, **small_settings)
     model.learn(100, callback=callback)
     assert callback.best_mean_reward > 0
     results = np.load(tmp_path / "evaluations.npz")
@@ -620,8 +607,10 @@ def test_save_load_gives_identical_predictions_with_the_same_state(
     assert loaded._last_lstm_state is not None and loaded._last_lstm_state[0].shape == (1, 2, 32)
 
 
-def test_set_env_with_another_number_of_envs_resets_the_carried_state() -> None:
-    model = ACER("MlpLstmPolicy", cartpole_envs(2), seed=0, policy_kwargs=TINY_LSTM, **SMALL).learn(20)
+def test_set_env_with_another_number_of_envs_resets_the_carried_state(
+    small_settings: Mapping[str, Any],
+) -> None:
+    model = ACER("MlpLstmPolicy", cartpole_envs(2), policy_kwargs=TINY_LSTM, **small_settings).learn(20)
     assert model._last_lstm_state is not None and model._last_lstm_state[0].shape == (1, 2, 16)
     model.set_env(cartpole_envs(3))
     assert model._last_lstm_state is None
@@ -630,8 +619,8 @@ def test_set_env_with_another_number_of_envs_resets_the_carried_state() -> None:
     assert model.replay_buffer is not None and model.replay_buffer.initial_h.shape[1:] == (3, 16)
 
 
-def test_feed_forward_segments_carry_no_state() -> None:
-    model = ACER("MlpPolicy", cartpole_envs(2), seed=0, **SMALL).learn(20)
+def test_feed_forward_segments_carry_no_state(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", cartpole_envs(2), **small_settings).learn(20)
     assert model._last_lstm_state is None
     assert model.replay_buffer is not None and model.replay_buffer.state_size == 0
     assert model.replay_buffer.sample().initial_state is None
@@ -668,3 +657,39 @@ def test_no_velocity_wrapper_keeps_position_and_angle() -> None:
     full_obs, _ = full.reset(seed=3)
     assert env.observation_space.shape == (2,)
     np.testing.assert_array_equal(obs, full_obs[[0, 2]])
+
+
+def test_predict_mask_alias_resets_recurrent_state() -> None:
+    """SB2's ``mask=`` in ``predict`` marks episode starts: the LSTM state is reset as for a fresh predict."""
+    model = ACER("MlpLstmPolicy", "CartPole-v1", seed=0)
+    obs = np.ones((1, 4), dtype=np.float32)
+    _, state = model.predict(obs)
+    assert state is not None
+    _, carried = model.predict(obs, state=state)
+    _, masked = model.predict(obs, state=state, mask=np.array([True]))
+    _, fresh = model.predict(obs)
+    assert masked is not None and fresh is not None and carried is not None
+    np.testing.assert_allclose(masked[0], fresh[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(masked[1], fresh[1], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(carried[0], fresh[0])
+
+
+def test_forward_sequence_keeps_state_after_second_to_last_step() -> None:
+    """``keep_states_at=[[T-2, 0]]`` returns the state after step T-2, i.e. that of running T-1 steps."""
+    model = ACER("MlpLstmPolicy", "CartPole-v1", seed=0)
+    policy = model.policy
+    n_steps = 4
+    generator = th.Generator().manual_seed(0)
+    obs = th.randn(n_steps, 1, 4, generator=generator)
+    starts = th.zeros(n_steps, 1, dtype=th.bool)
+    state = policy.initial_state(1)
+    with th.no_grad():
+        out = policy.forward_sequence(obs, starts, state, keep_states_at=np.array([[n_steps - 2, 0]]))
+        ref = policy.forward_sequence(obs[: n_steps - 1], starts[: n_steps - 1], state)
+        full = policy.forward_sequence(obs, starts, state)
+    assert out.kept_state is not None
+    for kept, expected in zip(out.kept_state, ref.state, strict=True):
+        assert tuple(kept.shape) == (1, 1, policy.n_lstm)
+        th.testing.assert_close(kept, expected)
+    th.testing.assert_close(out.logits, full.logits)
+    th.testing.assert_close(out.state[0], full.state[0])

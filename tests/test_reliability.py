@@ -1,13 +1,15 @@
-"""Bad input gets a clear error before any state changes; docs/reliability.md lists each case and its test."""
+"""Bad input and failures get a clear error before any state changes: observations given to predict,
+non-finite env data and losses, set_env with other spaces, failing subprocess envs, a missing env, Ctrl-C in
+a rollout. tests/reliability_cases.md lists every case and its test, and a test here checks they exist."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import pathlib
-import random
 import re
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -22,8 +24,6 @@ import sb3_acer.base
 from sb3_acer import ACER
 from sb3_acer.envs.subproc import SafeSubprocVecEnv, SubprocEnvError
 from sb3_acer.rollout import collect_segment
-
-SMALL = dict(n_steps=5, buffer_size=50, replay_start=10, seed=0)
 
 
 def all_tensors(model: ACER) -> dict[str, th.Tensor]:
@@ -42,49 +42,6 @@ def assert_same_tensors(a: dict[str, th.Tensor], b: dict[str, th.Tensor]) -> Non
 
 
 # ------------------------------------------------------------------------------------------ hyperparameters
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        (dict(delta=-1.0), "delta must be positive"),
-        (dict(gamma=float("nan")), "gamma must be a finite number"),
-        (dict(replay_ratio=float("inf")), "replay_ratio must be a finite number"),
-        (dict(alpha=float("nan")), r"alpha must be in \[0, 1\)"),
-        (dict(correction_term=float("nan")), "correction_term must be positive"),
-        (dict(n_steps=True), "n_steps must be an integer"),
-        (dict(lr_schedule=None), "unknown lr_schedule None"),
-        (dict(policy_kwargs="net_arch"), "policy_kwargs must be a dict"),
-        (dict(policy=3), "ACERPolicy subclass"),
-    ],
-)
-def test_more_invalid_hyperparameters_raise_naming_them(kwargs: dict[str, Any], message: str) -> None:
-    """Completes tests/test_api.py::test_invalid_hyperparameters_raise_value_error_naming_them."""
-    kwargs = {"policy": "MlpPolicy", **kwargs}
-    with pytest.raises(ValueError, match=message):
-        ACER(env="CartPole-v1", **kwargs)
-
-
-def test_invalid_hyperparameters_raise_before_anything_changes() -> None:
-    numpy_state, python_state, threads = (
-        np.random.get_state()[1].copy(),
-        random.getstate(),
-        th.get_num_threads(),
-    )  # type: ignore[index]
-    with pytest.raises(ValueError, match="n_steps must be positive"):
-        ACER("MlpPolicy", "CartPole-v1", n_steps=0, seed=123, num_procs=threads + 1)
-    # Neither the seed (global generators) nor num_procs (torch threads) was applied.
-    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)  # type: ignore[index]
-    assert random.getstate() == python_state
-    assert th.get_num_threads() == threads
-
-
-def test_load_with_invalid_hyperparameter_raises(tmp_path: Any) -> None:
-    ACER("MlpPolicy", "CartPole-v1", replay_ratio=0).save(tmp_path / "model")
-    with pytest.raises(ValueError, match="delta must be positive"):
-        ACER.load(tmp_path / "model.zip", delta=0.0)
-    with pytest.raises(ValueError, match="unknown hyperparameter 'n_step'"):
-        ACER.load(tmp_path / "model.zip", n_step=5)
 
 
 # ---------------------------------------------------------------------------------------------- predict
@@ -220,9 +177,11 @@ class BadDataEnv(gym.Env):
         ),
     ],
 )
-def test_non_finite_env_data_raises_naming_env_and_step(what: str, message: str) -> None:
+def test_non_finite_env_data_raises_naming_env_and_step(
+    what: str, message: str, small_settings: Mapping[str, Any]
+) -> None:
     env = DummyVecEnv([lambda: BadDataEnv(), lambda: BadDataEnv(what)])
-    model = ACER("MlpPolicy", env, **SMALL)
+    model = ACER("MlpPolicy", env, **small_settings)
     with pytest.raises(ValueError, match=message):
         model.learn(100)
     # The first segment (steps 1-5) was trained on; nothing of the second (bad at step 8) was kept.
@@ -234,8 +193,12 @@ def test_non_finite_env_data_raises_naming_env_and_step(what: str, message: str)
     assert model._last_obs is None  # the next learn() starts from a reset
 
 
-def test_non_finite_reset_observation_raises_before_anything_changes() -> None:
-    model = ACER("MlpPolicy", DummyVecEnv([lambda: BadDataEnv(), lambda: BadDataEnv("reset")]), **SMALL)
+def test_non_finite_reset_observation_raises_before_anything_changes(
+    small_settings: Mapping[str, Any],
+) -> None:
+    model = ACER(
+        "MlpPolicy", DummyVecEnv([lambda: BadDataEnv(), lambda: BadDataEnv("reset")]), **small_settings
+    )
     before = all_tensors(model)
     with pytest.raises(
         ValueError, match=r"env 1 returned a non-finite observation at num_timesteps=0 \(reset\)"
@@ -248,9 +211,11 @@ def test_non_finite_reset_observation_raises_before_anything_changes() -> None:
 # ------------------------------------------------------------------------------------------ non-finite loss
 
 
-def test_non_finite_loss_skips_the_update_counts_it_and_changes_no_weight() -> None:
+def test_non_finite_loss_skips_the_update_counts_it_and_changes_no_weight(
+    small_settings: Mapping[str, Any],
+) -> None:
     # A constant learning rate: after learn(20) the linear schedule would be at 0 and no update would move.
-    model = ACER("MlpPolicy", "CartPole-v1", replay_ratio=0, lr_schedule="constant", **SMALL)
+    model = ACER("MlpPolicy", "CartPole-v1", replay_ratio=0, lr_schedule="constant", **small_settings)
     model.learn(20)  # the optimizer has state
     assert model.env is not None
     result = collect_segment(
@@ -278,11 +243,13 @@ def test_non_finite_loss_skips_the_update_counts_it_and_changes_no_weight() -> N
     assert any(name.startswith("optimizer.") for name in changed)
 
 
-def test_nan_rewards_with_the_env_check_off_never_reach_the_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nan_rewards_with_the_env_check_off_never_reach_the_weights(
+    monkeypatch: pytest.MonkeyPatch, small_settings: Mapping[str, Any]
+) -> None:
     """The second line of defence: even if non-finite data got in, no update writes NaN into the weights."""
     monkeypatch.setattr(sb3_acer.base, "check_env_step", lambda **kwargs: None)
     env = DummyVecEnv([lambda: BadDataEnv("reward", bad_at=3)])
-    model = ACER("MlpPolicy", env, **SMALL)
+    model = ACER("MlpPolicy", env, **small_settings)
     model.learn(100)
     assert model.n_skipped_updates >= 1  # the on-policy update of the NaN segment, and its replays
     assert all(th.isfinite(tensor).all() for tensor in all_tensors(model).values())
@@ -292,8 +259,8 @@ def test_nan_rewards_with_the_env_check_off_never_reach_the_weights(monkeypatch:
 # ---------------------------------------------------------------------------------------------- set_env
 
 
-def test_set_env_with_other_spaces_raises_and_keeps_everything() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL).learn(30)
+def test_set_env_with_other_spaces_raises_and_keeps_everything(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings).learn(30)
     env, buffer, last_obs, n_envs = model.env, model.replay_buffer, model._last_obs, model.n_envs
     for other in (gym.make("MountainCar-v0"), DummyVecEnv([lambda: gym.make("Acrobot-v1")] * 2)):
         with pytest.raises(ValueError, match="set_env: the new environment's spaces differ"):
@@ -304,9 +271,9 @@ def test_set_env_with_other_spaces_raises_and_keeps_everything() -> None:
     assert model.num_timesteps == 40
 
 
-def test_env_whose_spaces_changed_is_refused_by_set_env() -> None:
+def test_env_whose_spaces_changed_is_refused_by_set_env(small_settings: Mapping[str, Any]) -> None:
     env = _SpaceEnv(spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32))
-    model = ACER("MlpPolicy", env, **SMALL)
+    model = ACER("MlpPolicy", env, **small_settings)
     env.observation_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
     with pytest.raises(ValueError, match=r"spaces differ.*Observation spaces do not match"):
         model.set_env(env)
@@ -373,9 +340,9 @@ def test_safe_subproc_vec_env_failing_worker_raises_in_bounded_time(how: str, me
     env.close()  # returns at once
 
 
-def test_safe_subproc_vec_env_error_surfaces_from_learn() -> None:
+def test_safe_subproc_vec_env_error_surfaces_from_learn(small_settings: Mapping[str, Any]) -> None:
     env = _safe_env("hang", fail_at=12)
-    model = ACER("MlpPolicy", env, **SMALL)
+    model = ACER("MlpPolicy", env, **small_settings)
     start = time.monotonic()
     with pytest.raises(SubprocEnvError, match=r"worker 1 did not answer within 1\.0 s"):
         model.learn(200)
@@ -401,10 +368,10 @@ def test_safe_subproc_vec_env_refuses_workers_with_different_spaces() -> None:
         )
 
 
-def test_safe_subproc_vec_env_trains_and_closes() -> None:
+def test_safe_subproc_vec_env_trains_and_closes(small_settings: Mapping[str, Any]) -> None:
     env = SafeSubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, start_method="fork", timeout=30)
     try:
-        model = ACER("MlpPolicy", env, **SMALL).learn(60)
+        model = ACER("MlpPolicy", env, **small_settings).learn(60)
         assert model.num_timesteps == 60 and model._n_replay_updates > 0
         assert env.get_attr("spec")[0].id == "CartPole-v1"
     finally:
@@ -433,99 +400,7 @@ def test_every_row_of_the_reliability_cases_names_an_existing_test() -> None:
         assert re.search(rf"^def {test}\(", source, re.M), f"{path}::{test} does not exist"
 
 
-# ------------------------------------------------------------------ found by review (stop 39)
-
-
-def _global_state() -> tuple[Any, ...]:
-    return (
-        np.random.get_state()[1].copy(),  # type: ignore[index]
-        random.getstate(),
-        th.get_rng_state(),
-        th.get_num_threads(),
-    )
-
-
-def _assert_unchanged(before: tuple[Any, ...]) -> None:
-    numpy_state, python_state, torch_state, threads = before
-    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)  # type: ignore[index]
-    assert random.getstate() == python_state
-    assert th.equal(th.get_rng_state(), torch_state)
-    assert th.get_num_threads() == threads
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"policy_kwargs": {"net_arch": "64,64"}}, "net_arch must be a list or a dict"),
-        ({"seed": -1}, "seed must be an integer in [0, 2**32 - 1], got -1"),
-        ({"seed": 2**40}, "seed must be an integer in [0, 2**32 - 1], got 1099511627776"),
-        ({"seed": "abc"}, "seed must be an integer in [0, 2**32 - 1], got 'abc'"),
-        ({"seed": 1.5}, "seed must be an integer in [0, 2**32 - 1], got 1.5"),
-        ({"device": "tpu"}, "device 'tpu' is not a torch device"),
-        ({"learning_rate": float("inf")}, "learning_rate must be a positive finite number"),
-    ],
-)
-def test_invalid_settings_found_late_still_change_nothing_global(
-    kwargs: dict[str, Any], message: str
-) -> None:
-    # A policy that fails to build (bad net_arch), a bad seed or device: the error names the setting, and
-    # neither the thread count (num_procs) nor the global generators (seed) were changed.
-    before = _global_state()
-    settings = {"seed": 0, "num_procs": before[3] + 1, **kwargs}
-    with pytest.raises(ValueError) as raised:
-        ACER("MlpPolicy", "CartPole-v1", **settings)
-    assert message in str(raised.value)
-    _assert_unchanged(before)
-
-
-def test_learn_checks_its_arguments_before_stepping() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
-    with pytest.raises(TypeError, match=r"callback must be an SB3 BaseCallback, a list of them, a callable"):
-        model.learn(20, callback=5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*32 - 1\], got -1"):
-        model.learn(20, seed=-1)
-    assert model.num_timesteps == 0 and model._last_obs is None  # the env was never stepped nor reset
-    # Whole numbers written as floats (learn(1e4), as SB3 and the zoo's n_timesteps allow) are accepted.
-    assert model.learn(1e1).num_timesteps == 10  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"total_timesteps must be a non-negative integer, got 10\.5"):
-        model.learn(10.5)  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------------- found by review (stop 41)
-
-
-def test_learn_checks_log_interval_and_tb_log_name_before_stepping() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
-    for kwargs, message in (
-        ({"log_interval": "x"}, "log_interval must be a non-negative integer or None, got 'x'"),
-        ({"log_interval": -1}, "log_interval must be a non-negative integer or None, got -1"),
-        ({"tb_log_name": 3}, "tb_log_name must be a string, got 3"),
-    ):
-        with pytest.raises(ValueError, match=re.escape(message)):
-            model.learn(20, **kwargs)
-    assert model.num_timesteps == 0 and model._last_obs is None
-    assert model.learn(10, log_interval=None).num_timesteps == 10
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"verbose": "x"}, "verbose must be a non-negative integer, got 'x'"),
-        ({"verbose": -1}, "verbose must be a non-negative integer, got -1"),
-        ({"tensorboard_log": 3}, "tensorboard_log must be a folder path (str or os.PathLike) or None, got 3"),
-    ],
-)
-def test_verbose_and_tensorboard_log_are_checked_when_the_model_is_built(
-    kwargs: dict[str, Any], message: str
-) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
-        ACER("MlpPolicy", "CartPole-v1", **kwargs)
-
-
-def test_verbose_true_and_a_path_tensorboard_log_are_accepted(tmp_path: pathlib.Path) -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, verbose=True, tensorboard_log=tmp_path)
-    model.learn(10)
-    assert (tmp_path / "ACER_1").is_dir()
+# --------------------------------------------------------- an env missing or given by id; Ctrl-C in a rollout
 
 
 def test_a_model_without_environment_says_so() -> None:
@@ -561,11 +436,11 @@ class InterruptAt(BaseCallback):
         return True
 
 
-def test_ctrl_c_during_a_rollout_keeps_nothing_of_the_segment() -> None:
+def test_ctrl_c_during_a_rollout_keeps_nothing_of_the_segment(small_settings: Mapping[str, Any]) -> None:
     """As for an exception: the next learn() starts from a reset and num_timesteps is at the last complete
     segment (the env had moved on from the observation the model held: a stored transition would have
     joined two moments of the game)."""
-    model = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), **SMALL)
+    model = ACER("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), **small_settings)
     with pytest.raises(KeyboardInterrupt):
         model.learn(100, callback=InterruptAt(8))
     assert model.num_timesteps == 5

@@ -10,6 +10,7 @@ import pickle
 import re
 import stat
 import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -268,7 +269,9 @@ def test_set_parameters_from_another_grouping_replaces_the_optimizer_state(
     assert_same_tensors(all_tensors(model), all_tensors(fresh))
 
 
-def test_set_env(trained: tuple[ACER, pathlib.Path]) -> None:
+def test_set_env_on_a_loaded_model_checks_spaces_and_rebuilds_the_replay_memory(
+    trained: tuple[ACER, pathlib.Path],
+) -> None:
     _, path = trained
     loaded = ACER.load(path)
     with pytest.raises(ValueError, match="spaces differ"):
@@ -289,6 +292,17 @@ def test_set_env_without_force_reset_keeps_the_episode() -> None:
     assert model._last_obs is last_obs
     model.set_env(model.get_env())
     assert model._last_obs is None
+
+
+def test_skipped_updates_and_total_timesteps_survive_save_load(tmp_path: pathlib.Path) -> None:
+    """``n_skipped_updates`` and ``_total_timesteps`` are saved and restored."""
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0).learn(50)
+    model.n_skipped_updates = 3
+    path = tmp_path / "model.zip"
+    model.save(path)
+    loaded = ACER.load(path)
+    assert loaded.n_skipped_updates == 3
+    assert loaded._total_timesteps == 50
 
 
 # ---------------------------------------------------------------------------------------------- policy kwargs
@@ -513,8 +527,8 @@ def test_model_file_refuses_classes_that_are_not_modules(
 # ---------------------------------------------------------------------------------------------- parameters
 
 
-def test_get_parameters_are_copies_and_round_trip() -> None:
-    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0)
+def test_get_parameters_are_copies_and_round_trip(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", **small_settings)
     model.learn(50)
     params = model.get_parameters()
     assert set(params) == {"policy", "policy_avg", "optimizer"}
@@ -700,7 +714,7 @@ def test_invalid_override_at_load_is_reported_as_the_callers(trained: tuple[ACER
     assert not isinstance(raised.value, ModelFileError)
 
 
-# ---------------------------------------------------------------------- found by review (stop 39)
+# --------------------------------------------------------- custom objects, optimizer states and seeds at load
 
 
 class ScriptExtractor(FlattenExtractor):
@@ -779,7 +793,7 @@ def test_a_load_that_fails_leaves_the_thread_count_and_generators_as_they_were(
     assert th.get_num_threads() == threads
 
 
-# ---------------------------------------------------------------------- found by review (stop 40)
+# ------------------------------------------------------------ damaged entries, file permissions, saved spaces
 
 
 def rewrite_tensors(source: pathlib.Path, target: pathlib.Path, name: str, state: Any) -> None:

@@ -75,7 +75,7 @@ def test_the_five_schedules_are_registered():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_hand_checked_values(name):
+def test_schedules_give_the_hand_checked_values(name):
     for progress, multiplier in EXPECTED[name].items():
         assert schedule_multiplier(name, progress) == multiplier, (name, progress)
 

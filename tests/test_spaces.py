@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +17,12 @@ from stable_baselines3.common.vec_env import VecTransposeImage
 
 from sb3_acer import ACER
 
-SMALL = dict(n_steps=5, buffer_size=100, replay_start=10, seed=0)
+
+@pytest.fixture(scope="module")
+def small_settings(small_settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The shared small settings (conftest.py) with the 100-step memory these tests always had."""
+    return {**small_settings, "buffer_size": 100}
+
 
 OBSERVATION_SPACES = {
     "box": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32),
@@ -27,9 +34,11 @@ OBSERVATION_SPACES = {
 
 
 @pytest.mark.parametrize("name", list(OBSERVATION_SPACES))
-def test_observation_space_learns_with_replay_and_predicts(name: str) -> None:
+def test_observation_space_learns_with_replay_and_predicts(
+    name: str, small_settings: Mapping[str, Any]
+) -> None:
     space = OBSERVATION_SPACES[name]
-    model = ACER("MlpPolicy", ObservationSpaceEnv(space), **SMALL).learn(300)
+    model = ACER("MlpPolicy", ObservationSpaceEnv(space), **small_settings).learn(300)
     assert model.num_timesteps == 300
     assert model._n_replay_updates > 0
     assert model.replay_buffer is not None
@@ -54,17 +63,17 @@ def test_observation_space_learns_with_replay_and_predicts(name: str) -> None:
     np.testing.assert_array_equal(loaded.action_probability(batch), model.action_probability(batch))
 
 
-def test_discrete_observation_as_python_int() -> None:
-    model = ACER("MlpPolicy", ObservationSpaceEnv(spaces.Discrete(5)), **SMALL)
+def test_discrete_observation_as_python_int(small_settings: Mapping[str, Any]) -> None:
+    model = ACER("MlpPolicy", ObservationSpaceEnv(spaces.Discrete(5)), **small_settings)
     action, _ = model.predict(3, deterministic=True)
     assert action.shape == ()
     # One-hot: observation 3 and 4 are different inputs.
     assert not np.array_equal(model.action_probability(3), model.action_probability(4))
 
 
-def test_image_observations_with_cnn_policy() -> None:
+def test_image_observations_with_cnn_policy(small_settings: Mapping[str, Any]) -> None:
     env = Monitor(FakeImageEnv(action_dim=3, screen_height=36, screen_width=36, n_channels=1))
-    model = ACER("CnnPolicy", env, **SMALL)
+    model = ACER("CnnPolicy", env, **small_settings)
     # The env is channel-last; SB3 transposes it for the network and the buffer keeps uint8.
     assert isinstance(model.get_env(), VecTransposeImage)
     assert model.observation_space.shape == (1, 36, 36)
@@ -92,9 +101,9 @@ def test_image_observations_with_cnn_policy() -> None:
     assert isinstance(mean_reward, float)
 
 
-def test_image_observations_with_mlp_policy_are_normalised() -> None:
+def test_image_observations_with_mlp_policy_are_normalised(small_settings: Mapping[str, Any]) -> None:
     env = FakeImageEnv(action_dim=2, screen_height=8, screen_width=8, n_channels=3)
-    model = ACER("MlpPolicy", env, **SMALL).learn(50)
+    model = ACER("MlpPolicy", env, **small_settings).learn(50)
     assert model.policy.normalize_images
     assert model.replay_buffer is not None and model.replay_buffer.observations.dtype == np.uint8
     assert model.predict(np.zeros((8, 8, 3), dtype=np.uint8))[0].shape == ()

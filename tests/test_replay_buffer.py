@@ -153,7 +153,7 @@ def test_capacity_is_buffer_size_floor_divided_by_n_steps(buffer_size, n_steps, 
     assert len(buffer) == 0
 
 
-def test_constructor_errors():
+def test_buffer_refuses_sizes_that_cannot_hold_a_segment():
     with pytest.raises(
         ValueError, match=r"buffer_size \(4\) must be at least n_steps \(5\) to hold one segment"
     ):

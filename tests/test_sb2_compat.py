@@ -1,9 +1,12 @@
-"""The cases SB2's own test suite ran on ACER (section 7 of the behaviour notes), and the SB2 docs example."""
+"""SB2 compatibility: the cases SB2's own test suite ran on ACER (section 7 of the behaviour notes), custom
+policies and ``net_arch`` as SB2 took them, the SB2 docs example, and SB2's positional arguments."""
 
 from __future__ import annotations
 
 import inspect
 import pathlib
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -69,8 +72,10 @@ class CustomPolicy(MlpPolicy):
         super().__init__(*args, **kwargs)
 
 
-def test_custom_policy_class(tmp_path: pathlib.Path) -> None:
-    model = ACER(CustomPolicy, "CartPole-v1", n_steps=5, buffer_size=50, replay_start=10, seed=0).learn(100)
+def test_sb2_custom_policy_class_trains_saves_and_loads(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any]
+) -> None:
+    model = ACER(CustomPolicy, "CartPole-v1", **small_settings).learn(100)
     obs = np.zeros(4, dtype=np.float32)
     for _ in range(100):
         action, _ = model.predict(obs)
@@ -109,20 +114,6 @@ def test_custom_policy_kwargs_survive_save_load(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ValueError, match="differ from the saved ones"):
         ACER.load(tmp_path / "kwargs.zip", policy_kwargs=dict(net_arch=[8]))
     loaded.learn(50)
-
-
-@pytest.mark.parametrize(
-    ("net_arch", "message"),
-    [
-        ([8, dict(pi=[8]), 8], "shared part"),
-        (dict(pi=[8], critic=[8]), "keys must be 'pi' and 'qf'"),
-        ([0], "positive layer sizes"),
-        ("64x64", "must be a list or a dict"),
-    ],
-)
-def test_bad_net_arch_raises(net_arch: object, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        ACER("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=net_arch))
 
 
 def test_list_net_arch_is_shared_by_both_heads() -> None:
