@@ -19,6 +19,7 @@ from torch import nn, optim
 
 from sb3_acer import ACER, presets
 from sb3_acer.presets import (
+    PresetError,
     WrapperSpec,
     available_presets,
     env_wrappers,
@@ -763,3 +764,15 @@ def test_env_kwargs_may_hold_infinite_bounds() -> None:
     assert check_env_kwargs({"z_range": [0.7, float("inf")]}) == {"z_range": [0.7, float("inf")]}
     with pytest.raises(ValueError, match=r"env_kwargs z: \{1, 2\} cannot be kept in model.json"):
         check_env_kwargs({"z": {1, 2}})
+
+
+@pytest.mark.parametrize("key", ["n_envs", "n_timesteps"])
+def test_preset_counts_must_be_positive(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A preset's ``n_envs`` / ``n_timesteps`` of 0 is refused; 1 and ``1e6`` are accepted."""
+    use_presets(monkeypatch, {"CartPole-v1": {key: 0}})
+    with pytest.raises(PresetError, match=rf"'CartPole-v1' in .*: {key} must be a positive integer, got 0$"):
+        load_preset("CartPole-v1")
+    use_presets(monkeypatch, {"CartPole-v1": {key: 1}})
+    assert getattr(load_preset("CartPole-v1"), key) == 1
+    use_presets(monkeypatch, {"CartPole-v1": {key: "1e6"}})
+    assert getattr(load_preset("CartPole-v1"), key) == 1_000_000

@@ -17,7 +17,6 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
 from sb3_acer import ACER
-from sb3_acer.presets import _whole
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy']"
@@ -323,15 +322,3 @@ def test_learn_checks_log_interval_and_tb_log_name_before_stepping(small_setting
             model.learn(20, **kwargs)
     assert model.num_timesteps == 0 and model._last_obs is None
     assert model.learn(10, log_interval=None).num_timesteps == 10
-
-
-# ---------------------------------------------------------------------------------------------- presets
-
-
-@pytest.mark.parametrize("key", ["n_envs", "n_timesteps"])
-def test_preset_counts_must_be_positive(key: str) -> None:
-    """A preset's ``n_envs`` / ``n_timesteps`` of 0 is refused; 1 and ``1e6`` are accepted."""
-    with pytest.raises(ValueError, match=rf"^{key} must be a positive integer, got 0$"):
-        _whole(0, key)
-    assert _whole(1, key) == 1
-    assert _whole("1e6", key) == 1_000_000
