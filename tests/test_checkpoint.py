@@ -231,7 +231,7 @@ def test_checkpoint_file_restores_model_buffer_counters_and_random_streams(
 
     with zipfile.ZipFile(tmp_path / "checkpoint.zip") as archive:
         assert "replay_buffer.json" in archive.namelist()
-        data = json.loads(archive.read("data.json"))
+        data = json.loads(archive.read("data"))
     assert set(data["rng_states"]) >= {"python", "numpy", "torch", "replay"}
 
     random.seed(99)
@@ -365,9 +365,9 @@ def test_corrupt_rng_states_in_a_model_file_raise(tmp_path: pathlib.Path) -> Non
     model.save(tmp_path / "model")
     with zipfile.ZipFile(tmp_path / "model.zip") as archive:
         entries = {name: archive.read(name) for name in archive.namelist()}
-    data = json.loads(entries["data.json"])
+    data = json.loads(entries["data"])
     data["rng_states"]["replay"] = {"bit_generator": "os.system", "state": 1}
-    entries["data.json"] = json.dumps(data).encode()
+    entries["data"] = json.dumps(data).encode()
     with zipfile.ZipFile(tmp_path / "bad.zip", "w") as archive:
         for name, content in entries.items():
             archive.writestr(name, content)

@@ -316,9 +316,9 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
         assert reason in err
     with zipfile.ZipFile(model) as archive:
         entries = {name: archive.read(name) for name in archive.namelist()}
-    data = json.loads(entries["data.json"])
+    data = json.loads(entries["data"])
     data["policy_class"] = "CnnPolicy"  # a file that contradicts itself: images expected, CartPole's vector
-    entries["data.json"] = json.dumps(data).encode()
+    entries["data"] = json.dumps(data).encode()
     contradicting = tmp_path / "contradicting.zip"
     with zipfile.ZipFile(contradicting, "w") as archive:
         for name, content in entries.items():

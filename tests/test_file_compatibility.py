@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -79,3 +80,23 @@ def test_the_model_file_records_training_on_vec_normalize(tmp_path: pathlib.Path
     assert ACER.load(tmp_path / "model.zip", env=raw).trained_with_vec_normalize
     raw.close()
     env.close()
+
+
+def test_stable_baselines3_reads_the_model_file(tmp_path: pathlib.Path) -> None:
+    import torch as th
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, seed=0)
+    model.save(tmp_path / "model.zip")
+    data, params, pytorch_variables = load_from_zip_file(tmp_path / "model.zip")
+    assert data is not None and data["format"] == "sb3-acer" and data["format_version"] == 2
+    assert data["policy_class"] == "MlpPolicy"  # a policy of sb3-acer, by its name
+    assert set(params) == {"policy", "policy_avg", "optimizer"}
+    for name, tensor in model.policy.state_dict().items():
+        assert th.equal(params["policy"][name], tensor)
+    assert pytorch_variables == {}
+    with zipfile.ZipFile(tmp_path / "model.zip") as archive:
+        import stable_baselines3
+
+        assert archive.read("_stable_baselines3_version").decode() == stable_baselines3.__version__
+        assert "Stable-Baselines3" in archive.read("system_info.txt").decode()

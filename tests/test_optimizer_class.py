@@ -57,7 +57,7 @@ def test_optimizer_class_and_state_round_trip(
     model.learn(100)
     model.save(tmp_path / "adam")
     with zipfile.ZipFile(tmp_path / "adam.zip") as archive:
-        saved = json.loads(archive.read("data.json"))["policy_kwargs"]
+        saved = json.loads(archive.read("data"))["policy_kwargs"]
     assert saved == {
         "optimizer_class": {"__class__": "torch.optim.adam:Adam"},
         "optimizer_kwargs": {"betas": [0.8, 0.99], "eps": 1e-6},

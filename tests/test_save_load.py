@@ -96,12 +96,12 @@ def rewrite_entry(source: pathlib.Path | io.BytesIO, target: pathlib.Path, name:
 
 def read_data(source: pathlib.Path) -> dict[str, Any]:
     with zipfile.ZipFile(source) as archive:
-        return json.loads(archive.read("data.json"))
+        return json.loads(archive.read("data"))
 
 
 def write_data(source: pathlib.Path, target: pathlib.Path, data: dict[str, Any]) -> None:
     """Copy a model file with ``data`` as its ``data.json``."""
-    rewrite_entry(source, target, "data.json", json.dumps(data).encode())
+    rewrite_entry(source, target, "data", json.dumps(data).encode())
 
 
 def edit_data(source: pathlib.Path, target: pathlib.Path, **changes: Any) -> None:
@@ -125,8 +125,16 @@ def test_save_appends_zip_and_holds_json_and_tensor_entries(trained: tuple[ACER,
     _, path = trained
     assert path.exists()
     with zipfile.ZipFile(path) as archive:
-        assert sorted(archive.namelist()) == ["data.json", "optimizer.pth", "policy.pth", "policy_avg.pth"]
-        data = json.loads(archive.read("data.json"))
+        assert sorted(archive.namelist()) == [
+            "_stable_baselines3_version",
+            "data",
+            "optimizer.pth",
+            "policy.pth",
+            "policy_avg.pth",
+            "pytorch_variables.pth",
+            "system_info.txt",
+        ]
+        data = json.loads(archive.read("data"))
     assert data["format"] == "sb3-acer"
     assert data["algorithm"] == "ACER"
     assert data["policy_class"] == "MlpPolicy"
@@ -326,7 +334,7 @@ def test_custom_policy_class_round_trip(tmp_path: pathlib.Path) -> None:
     model = ACER(CustomPolicy, "CartPole-v1", n_steps=5, replay_ratio=0)
     model.save(tmp_path / "custom.zip")
     with zipfile.ZipFile(tmp_path / "custom.zip") as archive:
-        assert json.loads(archive.read("data.json"))["policy_class"].endswith(":CustomPolicy")
+        assert json.loads(archive.read("data"))["policy_class"].endswith(":CustomPolicy")
     loaded = ACER.load(tmp_path / "custom.zip")
     assert type(loaded.policy) is CustomPolicy
     np.testing.assert_array_equal(loaded.action_probability(OBS_BATCH), model.action_probability(OBS_BATCH))
@@ -375,7 +383,7 @@ def test_not_a_zip_raises(tmp_path: pathlib.Path) -> None:
         ACER.load(garbage)
 
 
-@pytest.mark.parametrize("entry", ["data.json", "policy.pth", "optimizer.pth"])
+@pytest.mark.parametrize("entry", ["data", "policy.pth", "optimizer.pth"])
 def test_corrupt_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, entry: str) -> None:
     _, path = trained
     content = bytearray(path.read_bytes())
@@ -406,8 +414,8 @@ def test_stable_baselines3_file_is_refused(tmp_path: pathlib.Path) -> None:
 
 def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
     _, path = trained
-    edit_data(path, tmp_path / "future.zip", format_version=2)
-    with pytest.raises(ModelFileError, match="format version 2, newer than this sb3-acer reads"):
+    edit_data(path, tmp_path / "future.zip", format_version=3)
+    with pytest.raises(ModelFileError, match=r"format version 3, newer than this sb3-acer reads \(2\)"):
         ACER.load(tmp_path / "future.zip")
 
 
@@ -665,15 +673,15 @@ def _tamper(data: dict[str, Any], change: str) -> None:
     [
         ("replay generator with a short key", "random generator states are corrupt"),
         ("numpy state with a short key", "malformed random generator states"),
-        ("unknown hyperparameter", r"data.json holds unknown hyperparameters \['warp_speed'\]"),
+        ("unknown hyperparameter", r"the model data holds unknown hyperparameters \['warp_speed'\]"),
         ("hyperparameters not an object", "hyperparameters are not an object"),
         ("invalid hyperparameter value", "the saved settings are invalid: gamma must be in"),
-        ("Box shape that does not fit its bounds", "data.json is invalid"),
-        ("Discrete with n=0", "data.json is invalid"),
-        ("counter that is not a number", "data.json holds an invalid counter"),
-        ("n_envs that is not a number", "data.json's n_envs must be a positive integer, not 'abc'"),
-        ("n_envs of zero", "data.json's n_envs must be a positive integer, not 0"),
-        ("policy class that is not a name", "data.json's policy_class must be a name, not 5"),
+        ("Box shape that does not fit its bounds", "the model data is invalid"),
+        ("Discrete with n=0", "the model data is invalid"),
+        ("counter that is not a number", "the model data holds an invalid counter"),
+        ("n_envs that is not a number", "the model data's n_envs must be a positive integer, not 'abc'"),
+        ("n_envs of zero", "the model data's n_envs must be a positive integer, not 0"),
+        ("policy class that is not a name", "the model data's policy_class must be a name, not 5"),
         ("num_procs of a million", "the saved settings are invalid: num_procs must be .* at most 1024"),
         ("action space too large to build", "the policy cannot be built from the saved settings: .*allocate"),
     ],
@@ -807,8 +815,8 @@ def test_deeply_nested_data_json_raises_model_file_error(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
-    rewrite_entry(path, tmp_path / "bad.zip", "data.json", b"[" * 100_000)
-    with pytest.raises(ModelFileError, match=r"data\.json is corrupt"):
+    rewrite_entry(path, tmp_path / "bad.zip", "data", b"[" * 100_000)
+    with pytest.raises(ModelFileError, match=r"bad\.zip: data is corrupt"):
         ACER.load(tmp_path / "bad.zip")
 
 
@@ -970,7 +978,7 @@ def test_a_format_version_that_is_not_an_integer_raises_model_file_error(
     _, path = trained
     edit_data(path, tmp_path / "version.zip", format_version=version)
     message = f"version.zip has format version {version!r}, not a version number (1 to {FORMAT_VERSION})"
-    with pytest.raises(ModelFileError, match=re.escape(message) + ": data.json is damaged$"):
+    with pytest.raises(ModelFileError, match=re.escape(message) + ": data is damaged$"):
         ACER.load(tmp_path / "version.zip")
 
 
@@ -990,7 +998,7 @@ def test_data_json_of_another_format_is_refused(
     with pytest.raises(
         ModelFileError,
         match=r"other\.zip is not an sb3-acer model file "
-        r"\(SB3 model files, which unpickle code, are not read\)$",
+        r"\(SB2 and SB3 model files, which unpickle code, are not read\)$",
     ):
         ACER.load(tmp_path / "other.zip")
 

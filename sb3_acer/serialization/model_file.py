@@ -1,15 +1,21 @@
 """Model files as data: a zip of JSON and tensors, read without unpickling.
 
-Layout of a model file (``format_version`` 1)::
+Layout of a model file (``format_version`` 2), that of Stable-Baselines3's zip files, so that SB3's
+``load_from_zip_file`` and the tools built on it (the Hugging Face Hub's ``huggingface_sb3``) read it::
 
-    data.json          algorithm, format version, library versions, hyperparameters, policy class and
-                       keyword arguments, observation and action spaces, counters
-    policy.pth         state dict of the policy          (torch.save; read with weights_only=True)
-    policy_avg.pth     state dict of the average policy network
-    optimizer.pth      state dict of the optimizer (RMSProp unless policy_kwargs name another)
+    data                       JSON: algorithm, format version, library versions, hyperparameters, policy
+                               class and keyword arguments, observation and action spaces, counters (no
+                               pickled entry: SB3's ``json_to_data`` reads it as plain values)
+    policy.pth                 state dict of the policy          (torch.save; read with weights_only=True)
+    pytorch_variables.pth      SB3's other torch variables: none for ACER (an empty dict)
+    policy_avg.pth             state dict of the average policy network
+    optimizer.pth              state dict of the optimizer (RMSProp unless policy_kwargs name another)
+    _stable_baselines3_version the Stable-Baselines3 version that wrote it, as SB3 writes it
+    system_info.txt            the versions of the libraries and the system, as SB3 writes it
 
-``data.json`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global generators and of
-the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
+Format 1 (sb3-acer 0.1) named the JSON entry ``data.json`` and had none of SB3's three extra entries; such
+files still load. ``data`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global
+generators and of the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
 ``ACER.save(path, include=["replay_buffer"])`` adds the entries of a replay buffer file
 (``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.serialization.replay_file`);
 readers that do not know them ignore them.
@@ -58,8 +64,12 @@ __all__ = [
 ]
 
 FORMAT_NAME = "sb3-acer"
-FORMAT_VERSION = 1
-DATA_ENTRY = "data.json"
+FORMAT_VERSION = 2
+#: The JSON entry: SB3's name; format 1 called it ``data.json``.
+DATA_ENTRY = "data"
+FORMAT_1_DATA_ENTRY = "data.json"
+#: SB3's entry of torch variables other than state dicts (ACER has none).
+PYTORCH_VARIABLES = "pytorch_variables.pth"
 
 PathOrFile = str | pathlib.Path | IO[bytes] | io.BufferedIOBase
 
@@ -205,8 +215,17 @@ def write_model_file(
     interrupted save never leaves a damaged file at ``path``. ``.zip`` is appended when ``path`` has no
     suffix. ``extra``, if given, writes further entries into the open archive (a replay buffer).
     """
+    import stable_baselines3
+    from stable_baselines3.common.utils import get_system_info
+
     payload = json.dumps(data, indent=2, sort_keys=True).encode()
-    entries = {DATA_ENTRY: payload, **{f"{name}.pth": _tensor_bytes(obj) for name, obj in tensors.items()}}
+    entries = {
+        DATA_ENTRY: payload,
+        **{f"{name}.pth": _tensor_bytes(obj) for name, obj in tensors.items()},
+        PYTORCH_VARIABLES: _tensor_bytes({}),
+        "_stable_baselines3_version": stable_baselines3.__version__.encode(),
+        "system_info.txt": get_system_info(print_info=False)[1].encode(),
+    }
 
     def write(target: IO[bytes]) -> None:
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -323,16 +342,17 @@ def read_model_file(
     with _open_archive(path_or_file) as archive:
         try:
             names = archive.namelist()
-            if DATA_ENTRY not in names:
+            entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
+            if entry not in names:
                 raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
             try:
-                data = json.loads(archive.read(DATA_ENTRY))
+                data = json.loads(archive.read(entry))
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-                raise ModelFileError(f"{path_or_file}: {DATA_ENTRY} is corrupt: {error}") from error
+                raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
             if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
                 raise ModelFileError(
                     f"{path_or_file} is not an sb3-acer model file "
-                    "(SB3 model files, which unpickle code, are not read)"
+                    "(SB2 and SB3 model files, which unpickle code, are not read)"
                 )
             if data.get("algorithm") != algorithm:
                 raise ModelFileError(
@@ -342,7 +362,7 @@ def read_model_file(
             if not isinstance(version, int) or isinstance(version, bool) or version < 1:
                 raise ModelFileError(
                     f"{path_or_file} has format version {version!r}, not a version number (1 to "
-                    f"{FORMAT_VERSION}): data.json is damaged"
+                    f"{FORMAT_VERSION}): {entry} is damaged"
                 )
             if version > FORMAT_VERSION:
                 raise ModelFileError(
@@ -351,7 +371,7 @@ def read_model_file(
                 )
             tensors: dict[str, Any] = {}
             for name in names:
-                if not name.endswith(".pth"):
+                if not name.endswith(".pth") or name == PYTORCH_VARIABLES:
                     continue
                 try:
                     tensors[name[: -len(".pth")]] = th.load(

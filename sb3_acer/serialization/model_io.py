@@ -142,8 +142,8 @@ def _saved_hyperparameters(model: ACER) -> dict[str, Any]:
 
 
 def model_data(model: ACER) -> dict[str, Any]:
-    """The JSON data of ``model``'s file (``data.json``): format, versions, settings, spaces, counters and
-    the random generators' states."""
+    """The JSON data of ``model``'s file (its ``data`` entry): format, versions, settings, spaces,
+    counters and the random generators' states."""
     import sb3_acer
 
     return {
@@ -319,7 +319,7 @@ def _decode_settings(
     path: PathOrFile, data: dict[str, Any], replaced_policy_kwargs: Any
 ) -> tuple[dict[str, Any], Any, spaces.Space, spaces.Space, str]:
     """The hyperparameters, policy kwargs, observation and action spaces and policy class name of ``data``
-    (``data.json``); ``replaced_policy_kwargs`` (if not ``None``) stand for the saved kwargs, unread.
+    (its ``data`` entry); ``replaced_policy_kwargs`` (if not ``None``) stand for the saved kwargs, unread.
 
     Raises:
         ModelFileError: if an entry is missing or cannot be used.
@@ -333,24 +333,24 @@ def _decode_settings(
         )
         observation_space = space_from_json(data["observation_space"])
         action_space = space_from_json(data["action_space"])
-        try:  # what the constructor refuses, a file cannot bring in (an edited or foreign data.json)
+        try:  # what the constructor refuses, a file cannot bring in (an edited or foreign data entry)
             check_spaces(observation_space, action_space)
         except UnsupportedSpaceError as error:
-            raise ModelFileError(f"{path}: data.json holds spaces ACER cannot use: {error}") from None
+            raise ModelFileError(f"{path}: the model data holds spaces ACER cannot use: {error}") from None
         policy_name = data["policy_class"]
         if not isinstance(policy_name, str):
-            raise ModelFileError(f"{path}: data.json's policy_class must be a name, not {policy_name!r}")
+            raise ModelFileError(f"{path}: the model data's policy_class must be a name, not {policy_name!r}")
     except KeyError as error:
-        raise ModelFileError(f"{path}: data.json lacks the entry {error}") from error
+        raise ModelFileError(f"{path}: the model data lacks the entry {error}") from error
     except ModelFileError:
         raise
     except (ValueError, TypeError, AttributeError, IndexError) as error:
-        raise ModelFileError(f"{path}: data.json is invalid: {error}") from error
+        raise ModelFileError(f"{path}: the model data is invalid: {error}") from error
     if not isinstance(hyperparameters, dict):
-        raise ModelFileError(f"{path}: data.json's hyperparameters are not an object")
+        raise ModelFileError(f"{path}: the model data's hyperparameters are not an object")
     unknown = sorted(set(hyperparameters) - set(HYPERPARAMETERS))
     if unknown:
-        raise ModelFileError(f"{path}: data.json holds unknown hyperparameters {unknown}")
+        raise ModelFileError(f"{path}: the model data holds unknown hyperparameters {unknown}")
     return hyperparameters, policy_kwargs, observation_space, action_space, policy_name
 
 
@@ -451,7 +451,7 @@ def _build_model(
     model.action_space = saved.action_space
     n_envs = saved.data.get("n_envs", 1)
     if not isinstance(n_envs, int) or isinstance(n_envs, bool) or n_envs <= 0:
-        raise ModelFileError(f"{path}: data.json's n_envs must be a positive integer, not {n_envs!r}")
+        raise ModelFileError(f"{path}: the model data's n_envs must be a positive integer, not {n_envs!r}")
     model.n_envs = n_envs
     return model
 
@@ -493,11 +493,11 @@ def _restore_counters(model: ACER, path: PathOrFile, data: dict[str, Any]) -> No
         model._n_replay_updates = int(data.get("n_replay_updates", 0))
         model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
     except (ValueError, TypeError) as error:
-        raise ModelFileError(f"{path}: data.json holds an invalid counter: {error}") from error
+        raise ModelFileError(f"{path}: the model data holds an invalid counter: {error}") from error
     flag = data.get("trained_with_vec_normalize", False)
     if not isinstance(flag, bool):
         raise ModelFileError(
-            f"{path}: data.json's trained_with_vec_normalize must be true or false, got {flag!r}"
+            f"{path}: the model data's trained_with_vec_normalize must be true or false, got {flag!r}"
         )
     model._loaded_with_vec_normalize = flag
 

@@ -233,7 +233,11 @@ def _read_header(archive: zipfile.ZipFile, source: Any) -> dict[str, Any]:
     """``replay_buffer.json``, checked to be of this format and of a version this code reads."""
     names = archive.namelist()
     if BUFFER_ENTRY not in names:
-        what = "a model file without a replay buffer" if "data.json" in names else "not a replay buffer file"
+        what = (
+            "a model file without a replay buffer"
+            if ("data" in names or "data.json" in names)
+            else "not a replay buffer file"
+        )
         raise ReplayBufferFileError(f"{source} is {what} (no {BUFFER_ENTRY})")
     try:
         header = json.loads(archive.read(BUFFER_ENTRY))
