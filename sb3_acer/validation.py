@@ -79,6 +79,11 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
     Raises:
         ValueError: if the observation's type, shape, dtype or values do not fit ``space``.
     """
+    if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
+        raise ValueError(
+            "observation is a tuple (observation, info), as Gymnasium's env.reset() returns it: pass only "
+            "the observation (obs, info = env.reset()); a VecEnv's reset() returns the observations alone"
+        )
     if isinstance(observation, dict | tuple):
         raise ValueError(f"observation must be an array for {space}, got {type(observation).__name__}")
     try:

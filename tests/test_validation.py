@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -322,3 +323,15 @@ def test_learn_checks_log_interval_and_tb_log_name_before_stepping(small_setting
             model.learn(20, **kwargs)
     assert model.num_timesteps == 0 and model._last_obs is None
     assert model.learn(10, log_interval=None).num_timesteps == 10
+
+
+def test_predict_on_a_reset_tuple_says_to_pass_the_observation_alone() -> None:
+    env = gym.make("CartPole-v1")
+    model = ACER("MlpPolicy", env, n_steps=5, replay_ratio=0)
+    reset = env.reset(seed=0)  # (observation, info): Gymnasium's API, not a VecEnv's
+    with pytest.raises(
+        ValueError, match=r"^observation is a tuple \(observation, info\), as Gymnasium's env"
+    ):
+        model.predict(reset)
+    assert model.predict(reset[0])[0] in (0, 1)
+    env.close()
