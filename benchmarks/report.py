@@ -188,6 +188,41 @@ def against_a2c_ppo() -> str:
     return table(header, rows, "lrlrrrr")
 
 
+def middle(values: Sequence[float | None]) -> float | None:
+    """The median as ``median_or_never`` takes it (the upper one of an even count), ``None`` for never."""
+    return sorted(values, key=lambda v: float("inf") if v is None else v)[len(values) // 2]
+
+
+def fresh_seeds() -> str:
+    """The CartPole preset on seeds it was not tuned on, with PPO and A2C in the same run."""
+    runs = load("classic_control_cartpole_fresh_seeds.json")["results"]
+    by_algo = {algo: [run for run in runs if run["algo"] == algo] for algo in ("ACER", "PPO", "A2C")}
+    ppo_seconds = middle(column(by_algo["PPO"], "seconds_to_threshold"))
+    rows = []
+    for algo, mine in by_algo.items():
+        reached = column(mine, "steps_to_threshold")
+        seconds = middle(column(mine, "seconds_to_threshold"))
+        rows.append(
+            [
+                "**ACER**" if algo == "ACER" else algo,
+                f"{sum(v is not None for v in reached)}/{len(mine)}",
+                median_or_never(reached),
+                "never" if seconds is None else f"{seconds:.1f}",
+                "—" if seconds is None or ppo_seconds is None else f"{seconds / ppo_seconds:.2f}",
+                pm(column(mine, "final_eval_mean")),
+            ]
+        )
+    header = [
+        "algorithm",
+        "seeds solved",
+        "median steps to 475",
+        "median seconds",
+        "seconds / PPO's",
+        "final eval",
+    ]
+    return table(header, rows, "lrrrrr")
+
+
 def recurrent() -> str:
     rows = []
     for name in ("recurrent_cartpole.json", "recurrent_cartpole_control.json"):
@@ -307,6 +342,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "lunarlander-sentence": lunarlander_sentence,
     "headline": headline,
     "against-a2c-ppo": against_a2c_ppo,
+    "fresh-seeds": fresh_seeds,
     "recurrent": recurrent,
     "atari-anchors": atari_anchors,
     "pong": pong,
