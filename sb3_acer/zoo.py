@@ -25,7 +25,7 @@ from typing import Any
 
 from sb3_acer.acer import ACER
 from sb3_acer.presets.zoo import MODULE as PRESETS_MODULE
-from sb3_acer.schedules import LR_SCHEDULES
+from sb3_acer.presets.zoo import zoo_learning_rate
 
 __all__ = [
     "ALGO",
@@ -45,10 +45,9 @@ SCRIPTS = ("train", "enjoy", "record_video")
 NET_ARCHS: dict[str, list[int]] = {"tiny": [64], "small": [64, 64], "medium": [256, 256]}
 
 
-def convert_acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
-    """ACER's constructor arguments for the parameters an Optuna trial sampled (the zoo's
-    ``HYPERPARAMS_CONVERTER``, which ``train --trial-id`` uses to train with a stored trial's values): the
-    network's name becomes ``policy_kwargs``."""
+def _acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
+    """ACER's constructor arguments for the parameters of an Optuna trial: the network's name becomes
+    ``policy_kwargs``."""
     hyperparameters = dict(sampled)
     net_arch = hyperparameters.pop("net_arch", None)
     if net_arch is not None:
@@ -56,16 +55,26 @@ def convert_acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
     return hyperparameters
 
 
-def sample_acer_params(trial: Any, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
-    """Sample ACER's hyperparameters for one Optuna trial (the zoo's ``HYPERPARAMS_SAMPLER`` signature).
+def convert_acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
+    """The zoo's hyperparameters for a stored trial's parameters (the zoo's ``HYPERPARAMS_CONVERTER``,
+    which ``train --trial-id`` lays over the hyperparameter file): as :func:`sample_acer_params` gives them,
+    with the learning rate and its schedule written as the zoo reads them (``lin_<rate>`` or a constant
+    rate, :func:`~sb3_acer.presets.zoo.zoo_learning_rate`), so that the trial is replayed as it ran."""
+    return zoo_learning_rate(_acer_params(sampled))
 
-    The learning rate and its schedule (ACER's named ones), ``n_steps``, ``replay_ratio``, ``buffer_size``
-    (at least ACER's default ``replay_start``, so replay always starts), ``delta``, ``ent_coef``,
-    ``q_coef``, ``correction_term`` and the network size (:data:`NET_ARCHS`).
+
+def sample_acer_params(trial: Any, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
+    """Sample ACER's constructor arguments for one Optuna trial (the zoo's ``HYPERPARAMS_SAMPLER``
+    signature).
+
+    The learning rate and its schedule (``'linear'`` or ``'constant'``: the zoo's file format has no other,
+    and ``--trial-id`` replays a trial through it), ``n_steps``, ``replay_ratio``, ``buffer_size`` (at least
+    ACER's default ``replay_start``, so replay always starts), ``delta``, ``ent_coef``, ``q_coef``,
+    ``correction_term`` and the network size (:data:`NET_ARCHS`).
     """
     sampled = {
         "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True),
-        "lr_schedule": trial.suggest_categorical("lr_schedule", sorted(LR_SCHEDULES)),
+        "lr_schedule": trial.suggest_categorical("lr_schedule", ["linear", "constant"]),
         "n_steps": trial.suggest_categorical("n_steps", [5, 10, 20, 32, 64]),
         "replay_ratio": trial.suggest_categorical("replay_ratio", [0, 1, 2, 4, 8]),
         "buffer_size": trial.suggest_categorical("buffer_size", [1000, 5000, 20000, 50000]),
@@ -75,7 +84,7 @@ def sample_acer_params(trial: Any, n_actions: int, n_envs: int, additional_args:
         "correction_term": trial.suggest_float("correction_term", 1.0, 20.0, log=True),
         "net_arch": trial.suggest_categorical("net_arch", sorted(NET_ARCHS)),
     }
-    return convert_acer_params(sampled)
+    return _acer_params(sampled)
 
 
 def register() -> None:

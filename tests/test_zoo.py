@@ -93,6 +93,10 @@ def test_optimize_runs_two_trials_with_the_acer_sampler(
             "none",
             "--seed",
             "0",
+            "--storage",
+            "study.log",
+            "--study-name",
+            "acer",
         ]
     )
     (report,) = (tmp_path / "logs" / "acer").glob("report_CartPole-v1_2-trials-*.csv")
@@ -104,6 +108,33 @@ def test_optimize_runs_two_trials_with_the_acer_sampler(
     sampled |= {"ent_coef", "q_coef", "correction_term", "net_arch"}
     assert {f"params_{name}" for name in sampled} <= set(rows[0])
 
+    # --trial-id trains with a stored trial's values, its learning rate schedule included.
+    replay = [
+        "train",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "replay",
+        "-n",
+        "200",
+        "--eval-freq",
+        "-1",
+        "--seed",
+        "0",
+    ]
+    main([*replay, "--storage", "study.log", "--study-name", "acer", "--trial-id", "1"])
+    trial = rows[1]
+    model = ACER.load(tmp_path / "replay" / "acer" / "CartPole-v1_1" / "CartPole-v1.zip")
+    assert model.n_steps == int(trial["params_n_steps"]) and model.delta == float(trial["params_delta"])
+    assert model.policy.net_arch == NET_ARCHS[trial["params_net_arch"]]
+    config = yaml.load(
+        (tmp_path / "replay" / "acer" / "CartPole-v1_1" / "CartPole-v1" / "config.yml").read_text(),
+        Loader=yaml.UnsafeLoader,
+    )
+    rate = float(trial["params_learning_rate"])
+    linear = trial["params_lr_schedule"] == "linear"
+    assert dict(config)["learning_rate"] == (f"lin_{rate!r}" if linear else rate)
+
 
 @pytest.mark.parametrize("choice", [0, -1])
 def test_every_sampled_setting_builds_a_model(choice: int) -> None:
@@ -111,7 +142,7 @@ def test_every_sampled_setting_builds_a_model(choice: int) -> None:
     trial = optuna.trial.FixedTrial(
         {
             "learning_rate": [1e-5, 1e-2][choice],
-            "lr_schedule": ["constant", "middle_drop"][choice],
+            "lr_schedule": ["constant", "linear"][choice],
             "n_steps": [5, 64][choice],
             "replay_ratio": [0, 8][choice],
             "buffer_size": [1000, 50000][choice],
@@ -125,14 +156,16 @@ def test_every_sampled_setting_builds_a_model(choice: int) -> None:
     params = sample_acer_params(trial, n_actions=2, n_envs=4, additional_args={})
     model = ACER("MlpPolicy", "CartPole-v1", **params)
     assert model.policy.net_arch == NET_ARCHS[["tiny", "medium"][choice]]
-    assert model.lr_schedule == ["constant", "middle_drop"][choice]
+    assert model.lr_schedule == ["constant", "linear"][choice]
 
 
-def test_converter_turns_the_network_name_into_policy_kwargs() -> None:
-    assert convert_acer_params({"net_arch": "small", "delta": 2.0}) == {
-        "delta": 2.0,
+def test_converter_writes_a_trial_as_the_zoo_file_format_reads_it() -> None:
+    # train --trial-id lays these over the hyperparameter file, whose learning rates the zoo makes schedules
+    assert convert_acer_params({"net_arch": "small", "learning_rate": 1e-3, "lr_schedule": "linear"}) == {
+        "learning_rate": "lin_0.001",
         "policy_kwargs": {"net_arch": [64, 64]},
     }
+    assert convert_acer_params({"learning_rate": 1e-3, "lr_schedule": "constant"}) == {"learning_rate": 1e-3}
 
 
 def test_zoo_presets_keep_acer_schedules() -> None:
