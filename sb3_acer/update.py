@@ -228,7 +228,7 @@ def feed_forward_outputs(policy: ACERPolicy, avg_policy: ACERPolicy, segment: Se
     if len(segment.final_observations):
         obs = np.concatenate([obs, segment.final_observations], axis=0)
     obs_tensor = obs_as_tensor(obs, policy.device)
-    output = policy(obs_tensor)
+    output = policy.logits_and_q_values(obs_tensor)
     with th.no_grad():
         avg_logits = avg_policy.policy_logits(obs_tensor[: n_steps * n_envs])  # type: ignore[index]
     return RawOutputs(output.logits, output.q_values, avg_logits)

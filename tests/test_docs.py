@@ -116,18 +116,26 @@ def test_block_runs(block: Block, tmp_path: pathlib.Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------- shell blocks
-# Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer` and run_atari examples
-# run in-process, in order, in a temporary folder that also holds `benchmarks/` (linked) and an empty `docs/`,
-# with their training budgets cut (CUTS); with `--device cuda` on a machine without CUDA they are only
-# parsed. The benchmark scripts' commands run for minutes to hours (their results are docs/results.md's),
-# so they are parsed with each script's own `build_parser()`, and the presets' `--set` keys and `--envs` are
-# checked against the settings that exist. `make` targets and the `pip install` extras (of pyproject.toml)
-# must exist, and the torch pin must be the Makefile's. A command of no known kind fails the test.
+# Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer`, run_atari and
+# `python -m sb3_acer.zoo` (rl-zoo3) examples run in-process, in order, in a temporary folder that also holds
+# `benchmarks/` (linked) and an empty `docs/`, with their training budgets cut (CUTS, ZOO_CUTS); with
+# `--device cuda` on a machine without CUDA they are only parsed. The benchmark scripts' commands run for
+# minutes to hours (their results are docs/results.md's), so they are parsed with each script's own
+# `build_parser()`, and the presets' `--set` keys and `--envs` are checked against the settings that exist.
+# `make` targets and the `pip install` extras (of pyproject.toml) must exist, and the torch pin must be the
+# Makefile's. A command of no known kind fails the test.
 
 #: Appended to a command before it runs: the budget cuts (the last occurrence of an option wins).
 CUTS = {
     "train": ["--timesteps", "400"],
     "run_atari": ["--num-timesteps", "80", "--n-envs", "2", "--buffer-size", "40", "--replay-start", "20"],
+}
+#: The same for `python -m sb3_acer.zoo SCRIPT` (rl-zoo3's flags), and for its `train -optimize`.
+ZOO_CUTS = {
+    "train": ["-n", "400", "--eval-freq", "-1"],
+    "optimize": ["--n-trials", "2", "-n", "300", "--n-evaluations", "1", "--eval-episodes", "1"],
+    "enjoy": ["--no-render", "-n", "100"],
+    "record_video": ["-n", "20"],
 }
 #: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/results.md).
 NOT_RUN = [["python3.7", "-m", "venv", "sb2"], ["sb2/bin/pip", "install"]]
@@ -223,6 +231,13 @@ def _run_atari(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         assert main(args + CUTS["run_atari"]).is_file()
 
 
+def _run_zoo(args: list[str]) -> None:
+    from sb3_acer.zoo import main
+
+    kind = "optimize" if args[:1] == ["train"] and "-optimize" in args else args[0] if args else ""
+    main(args + ZOO_CUTS.get(kind, []))
+
+
 def check_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Run or check one documented command (see the comment above CUTS); fails on an unknown kind."""
     if argv[:2] == ["nice", "-n"]:
@@ -240,6 +255,8 @@ def check_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         subprocess.run(["bash", "-n", str(ROOT / args[0])], check=True)
     elif program == "sb3-acer" or (program == "python" and args[:2] == ["-m", "sb3_acer"]):
         _run_cli(args if program == "sb3-acer" else args[2:], capsys)
+    elif program == "python" and args[:2] == ["-m", "sb3_acer.zoo"]:
+        _run_zoo(args[2:])
     elif program == "python" and args[:2] == ["-m", "sb3_acer.run_atari"]:
         _run_atari(args[2:], capsys)
     elif program.split("/")[-1].startswith("python") and args and args[0].endswith(".py"):

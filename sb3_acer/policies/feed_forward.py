@@ -87,11 +87,23 @@ class ACERPolicy(BaseACERPolicy):
                 }
             )
 
-    def forward(self, obs: PyTorchObs) -> PolicyOutput:
-        """Policy logits and action values for a batch of (unprocessed) observations."""
+    def logits_and_q_values(self, obs: PyTorchObs) -> PolicyOutput:
+        """Policy logits and action values for a batch of (unprocessed) observations: what ACER's update
+        computes."""
         features = self.shared_net(self.extract_features(obs, self.features_extractor))
         latent_pi, latent_q = self.mlp_extractor(features)
         return PolicyOutput(logits=self.action_net(latent_pi), q_values=self.q_net(latent_q))
+
+    def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """As SB3's ``ActorCriticPolicy.forward``: actions (``[N]``, the most probable ones if
+        ``deterministic``), values ``V(x) = sum_a pi(a|x) Q(x, a)`` (``[N, 1]``) and the log-probabilities of
+        the actions (``[N]``), so that SB3's ONNX export recipe, ``policy(obs, deterministic=True)``,
+        works as written. The actions are those of ``predict``."""
+        logits, q_values = self.logits_and_q_values(obs)
+        actions = select_actions(logits, deterministic)
+        log_probs = th.log_softmax(logits, dim=-1)
+        values = (log_probs.exp() * q_values).sum(dim=-1, keepdim=True)
+        return actions, values, log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
     def policy_logits(self, obs: PyTorchObs) -> th.Tensor:
         """``[N, A]`` policy logits only (the Q tower is not evaluated)."""
@@ -103,7 +115,7 @@ class ACERPolicy(BaseACERPolicy):
         return th.softmax(self.policy_logits(obs), dim=-1)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
-        return select_actions(self.forward(observation).logits, deterministic)
+        return select_actions(self.logits_and_q_values(observation).logits, deterministic)
 
 
 class MlpPolicy(ACERPolicy):

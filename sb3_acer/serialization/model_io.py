@@ -65,6 +65,7 @@ __all__ = [
     "install_replay_buffer",
     "load_model",
     "model_data",
+    "replaced_saved_entries",
     "save_model",
     "set_parameters",
 ]
@@ -417,12 +418,28 @@ def _apply_arguments(
             if saved.policy_name in cls.policy_aliases
             else decode_json_value({"__class__": saved.policy_name})
         )
-    overrides = {**custom_objects, **kwargs}
-    for key, value in overrides.items():
+    for key in kwargs:
         if key not in HYPERPARAMETERS:
             raise ValueError(f"unknown hyperparameter {key!r} for ACER.load")
-        saved.hyperparameters[key] = value
+    overrides = {**replaced_saved_entries(custom_objects), **kwargs}
+    saved.hyperparameters.update(overrides)
     return policy_class, policy_given, overrides
+
+
+def replaced_saved_entries(custom_objects: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters that ``load``'s ``custom_objects`` replace, as SB3's ``load`` reads them.
+
+    A key that is one of :data:`HYPERPARAMETERS` replaces the saved value; any other key (``clip_range``,
+    which rl-zoo3 passes for every algorithm) is ignored, as SB3 ignores keys its file does not hold. SB3's
+    ``lr_schedule`` is the callable of the learning rate: a callable ``lr_schedule`` (rl-zoo3 passes
+    ``lambda _: 0.0``) becomes ACER's callable ``learning_rate``, which ACER follows instead of its named
+    ``lr_schedule`` (and which replaces a ``learning_rate`` given with it); a name stays ACER's
+    ``lr_schedule``.
+    """
+    entries = {key: value for key, value in custom_objects.items() if key in HYPERPARAMETERS}
+    if callable(entries.get("lr_schedule")):
+        entries["learning_rate"] = entries.pop("lr_schedule")
+    return entries
 
 
 def _build_model(

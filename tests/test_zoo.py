@@ -1,0 +1,231 @@
+"""rl-baselines3-zoo with ACER (issue 45): ``python -m sb3_acer.zoo`` runs the zoo's train, enjoy,
+record_video and ``-optimize`` in-process on CartPole with tiny budgets, and ``ACER.load`` takes the
+``custom_objects`` the zoo passes."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rl_zoo3")
+optuna = pytest.importorskip("optuna")
+
+import yaml  # noqa: E402
+
+from sb3_acer import ACER  # noqa: E402
+from sb3_acer.presets import load_preset  # noqa: E402
+from sb3_acer.presets.zoo import zoo_hyperparameters, zoo_learning_rate  # noqa: E402
+from sb3_acer.zoo import NET_ARCHS, convert_acer_params, main, sample_acer_params  # noqa: E402
+
+#: What rl-zoo3's enjoy and record_video always pass to ``load`` (rl_zoo3/enjoy.py).
+ZOO_CUSTOM_OBJECTS = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+
+
+@pytest.fixture(scope="module")
+def zoo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    """A folder where the zoo trained ACER on CartPole for 400 steps (``logs/acer/CartPole-v1_1``)."""
+    folder = tmp_path_factory.mktemp("zoo")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        main(["train", "--env", "CartPole-v1", "-f", "logs", "-n", "400", "--eval-freq", "-1", "--seed", "0"])
+        yield folder
+
+
+def test_train_uses_the_package_presets(zoo_run: pathlib.Path) -> None:
+    run = zoo_run / "logs" / "acer" / "CartPole-v1_1"
+    model = ACER.load(run / "CartPole-v1.zip")
+    assert model.num_timesteps >= 400
+    preset = load_preset("CartPole-v1")
+    for name in ("n_steps", "replay_ratio", "buffer_size", "replay_start", "delta", "ent_coef"):
+        assert getattr(model, name) == preset.hyperparameters[name], name
+    assert model.n_envs == preset.n_envs
+    config = yaml.load((run / "CartPole-v1" / "config.yml").read_text(), Loader=yaml.UnsafeLoader)
+    # ACER's linear decay of acer.yml, as the zoo writes it (a plain rate would be a constant schedule)
+    assert dict(config)["learning_rate"] == "lin_0.004"
+    args = yaml.load((run / "CartPole-v1" / "args.yml").read_text(), Loader=yaml.UnsafeLoader)
+    assert dict(args)["conf_file"] == "sb3_acer.presets.zoo"
+
+
+def test_enjoy_plays_the_trained_model(
+    zoo_run: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.chdir(zoo_run)
+    main(["enjoy", "--env", "CartPole-v1", "-f", "logs", "--no-render", "-n", "100", "--seed", "0"])
+    assert "Episode Reward" in capsys.readouterr().out
+
+
+def test_record_video_writes_a_video(zoo_run: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("moviepy")
+    pytest.importorskip("pygame")
+    monkeypatch.chdir(zoo_run)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    main(["record_video", "--env", "CartPole-v1", "-f", "logs", "-n", "20", "-o", "videos"])
+    assert list((zoo_run / "videos").glob("*.mp4"))
+
+
+def test_optimize_runs_two_trials_with_the_acer_sampler(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    main(
+        [
+            "train",
+            "--env",
+            "CartPole-v1",
+            "-f",
+            "logs",
+            "-optimize",
+            "--n-trials",
+            "2",
+            "-n",
+            "300",
+            "--n-evaluations",
+            "1",
+            "--eval-episodes",
+            "1",
+            "--sampler",
+            "random",
+            "--pruner",
+            "none",
+            "--seed",
+            "0",
+            "--storage",
+            "study.log",
+            "--study-name",
+            "acer",
+        ]
+    )
+    (report,) = (tmp_path / "logs" / "acer").glob("report_CartPole-v1_2-trials-*.csv")
+    with report.open() as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 2
+    assert all(row["state"] == "COMPLETE" for row in rows)
+    sampled = {"learning_rate", "lr_schedule", "n_steps", "replay_ratio", "buffer_size", "delta"}
+    sampled |= {"ent_coef", "q_coef", "correction_term", "net_arch"}
+    assert {f"params_{name}" for name in sampled} <= set(rows[0])
+
+    # --trial-id trains with a stored trial's values, its learning rate schedule included.
+    replay = [
+        "train",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "replay",
+        "-n",
+        "200",
+        "--eval-freq",
+        "-1",
+        "--seed",
+        "0",
+    ]
+    main([*replay, "--storage", "study.log", "--study-name", "acer", "--trial-id", "1"])
+    trial = rows[1]
+    model = ACER.load(tmp_path / "replay" / "acer" / "CartPole-v1_1" / "CartPole-v1.zip")
+    assert model.n_steps == int(trial["params_n_steps"]) and model.delta == float(trial["params_delta"])
+    assert model.policy.net_arch == NET_ARCHS[trial["params_net_arch"]]
+    config = yaml.load(
+        (tmp_path / "replay" / "acer" / "CartPole-v1_1" / "CartPole-v1" / "config.yml").read_text(),
+        Loader=yaml.UnsafeLoader,
+    )
+    rate = float(trial["params_learning_rate"])
+    linear = trial["params_lr_schedule"] == "linear"
+    assert dict(config)["learning_rate"] == (f"lin_{rate!r}" if linear else rate)
+
+
+@pytest.mark.parametrize("choice", [0, -1])
+def test_every_sampled_setting_builds_a_model(choice: int) -> None:
+    # The extremes of every range the sampler offers are valid ACER settings (replay always starts).
+    trial = optuna.trial.FixedTrial(
+        {
+            "learning_rate": [1e-5, 1e-2][choice],
+            "lr_schedule": ["constant", "linear"][choice],
+            "n_steps": [5, 64][choice],
+            "replay_ratio": [0, 8][choice],
+            "buffer_size": [1000, 50000][choice],
+            "delta": [0.1, 10.0][choice],
+            "ent_coef": [1e-8, 0.1][choice],
+            "q_coef": [0.1, 1.0][choice],
+            "correction_term": [1.0, 20.0][choice],
+            "net_arch": ["tiny", "medium"][choice],
+        }
+    )
+    params = sample_acer_params(trial, n_actions=2, n_envs=4, additional_args={})
+    model = ACER("MlpPolicy", "CartPole-v1", **params)
+    assert model.policy.net_arch == NET_ARCHS[["tiny", "medium"][choice]]
+    assert model.lr_schedule == ["constant", "linear"][choice]
+
+
+def test_converter_writes_a_trial_as_the_zoo_file_format_reads_it() -> None:
+    # train --trial-id lays these over the hyperparameter file, whose learning rates the zoo makes schedules
+    assert convert_acer_params({"net_arch": "small", "learning_rate": 1e-3, "lr_schedule": "linear"}) == {
+        "learning_rate": "lin_0.001",
+        "policy_kwargs": {"net_arch": [64, 64]},
+    }
+    assert convert_acer_params({"learning_rate": 1e-3, "lr_schedule": "constant"}) == {"learning_rate": 1e-3}
+
+
+def test_zoo_presets_keep_acer_schedules() -> None:
+    presets = zoo_hyperparameters()
+    assert set(presets) >= {"CartPole-v1", "LunarLander-v3"}
+    lunar = presets["LunarLander-v3"]
+    assert lunar["learning_rate"] == "lin_0.001"
+    assert lunar["env_wrapper"] == [{"sb3_contrib.common.wrappers.TimeFeatureWrapper": {}}]
+    assert presets["MountainCar-v0"]["normalize"] is True
+    assert all("lr_schedule" not in entry for entry in presets.values())
+    assert zoo_learning_rate({"learning_rate": 1e-3, "lr_schedule": "constant"}) == {"learning_rate": 1e-3}
+    assert zoo_learning_rate({"lr_schedule": "linear"}) == {}  # ACER's defaults: nothing to pass
+    assert zoo_learning_rate({"lr_schedule": "constant"}) == {"learning_rate": 7e-4}
+    with pytest.raises(ValueError, match="'middle_drop' has no rl-zoo3 equivalent"):
+        zoo_learning_rate({"learning_rate": 1e-3, "lr_schedule": "middle_drop"})
+
+
+def test_main_refuses_an_unknown_script(capsys) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["push_to_hub"])
+    assert raised.value.code == 2
+    assert "train,enjoy,record_video" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ custom_objects
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    path = tmp_path_factory.mktemp("custom") / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5, learning_rate=1e-3, seed=0).save(path)
+    return path
+
+
+def test_load_takes_the_custom_objects_of_the_zoo(saved: pathlib.Path) -> None:
+    model = ACER.load(saved, custom_objects=dict(ZOO_CUSTOM_OBJECTS))
+    # SB3's lr_schedule (a callable of the learning rate) is ACER's callable learning_rate: no more learning.
+    assert callable(model.learning_rate)
+    assert model.current_learning_rate() == 0.0
+    assert model.n_steps == 5
+    assert not hasattr(model, "clip_range")
+
+
+@pytest.mark.parametrize(
+    ("custom_objects", "expected"),
+    [
+        ({"delta": 2.0, "gamma": 0.9}, {"delta": 2.0, "gamma": 0.9}),  # ACER's keys replace the saved values
+        ({"lr_schedule": "constant"}, {"lr_schedule": "constant", "learning_rate": 1e-3}),  # a name stays one
+        ({"clip_range": 0.2, "target_kl": None, "ent_coef": 0.5}, {"ent_coef": 0.5}),  # others are ignored
+    ],
+)
+def test_custom_objects_replace_only_acer_hyperparameters(
+    saved: pathlib.Path, custom_objects: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    model = ACER.load(saved, custom_objects=custom_objects)
+    for name, value in expected.items():
+        assert getattr(model, name) == value, name
+
+
+def test_load_keyword_arguments_still_refuse_unknown_names(saved: pathlib.Path) -> None:
+    # Keyword arguments set the model's settings: a misspelt one is an error, unlike custom_objects.
+    with pytest.raises(ValueError, match=r"unknown hyperparameter 'clip_range' for ACER\.load"):
+        ACER.load(saved, clip_range=0.2)
