@@ -1,8 +1,10 @@
 """Every ```python block of README.md and docs/**/*.md runs, each as its own test; every command of their
 other blocks (```bash) runs or is checked (see "shell blocks" below).
 
-Each block runs as a script (``python block.py``) in an empty temporary folder, so files it writes stay
-there and ``SubprocVecEnv`` workers can import it. The blocks must be quick (short ``learn`` calls).
+Each block runs as a script in an empty temporary folder, so files it writes stay there: in this process
+(``runpy``, which spares each block the seconds of importing torch again), or, for a block that starts
+worker processes (``SubprocVecEnv``, an ``if __name__ == "__main__":`` guard), as ``python block.py``,
+which its workers can import. The blocks must be quick (short ``learn`` calls).
 
 A block whose first line is ``# doctest: skip-run`` is only compiled, not run: use it sparingly, for a
 block that cannot run quickly anywhere (it is reported as skipped).
@@ -15,10 +17,12 @@ import inspect
 import os
 import pathlib
 import re
+import runpy
 import shlex
 import subprocess
 import sys
 import textwrap
+import warnings
 from importlib import metadata
 
 import pytest
@@ -89,13 +93,23 @@ def test_migration_guide_calls_coming_only_what_is_missing() -> None:
         assert any("recurrent" in line.lower() for line in coming)
 
 
+#: What makes a block run in a process of its own: it starts workers that import it.
+OWN_PROCESS = ("Subproc", "__main__")
+
+
 @pytest.mark.parametrize("block", ALL_BLOCKS, ids=[block.name for block in ALL_BLOCKS])
-def test_block_runs(block: Block, tmp_path: pathlib.Path) -> None:
+def test_block_runs(block: Block, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     compile(block.source, block.name, "exec")
     if block.source.lstrip().startswith(SKIP_MARKER):
         pytest.skip(f"{block.name} is marked {SKIP_MARKER!r}")
     script = tmp_path / "block.py"
     script.write_text(block.source)
+    if not any(marker in block.source for marker in OWN_PROCESS):
+        monkeypatch.chdir(tmp_path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a script shows them to its user; here they are no errors
+            runpy.run_path(str(script), run_name="__docs_block__")
+        return
     # One thread per process: the tiny networks are several times slower with threads competing for
     # the shared cores.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
