@@ -220,7 +220,8 @@ def _check_parameters(model: ACER, params: dict[str, Any], exact_match: bool) ->
     if unknown:
         raise ValueError(f"unknown parameter group(s) {sorted(unknown)}; expected some of {sorted(names)}")
     if exact_match and set(params) != names:
-        raise RuntimeError(f"missing parameter group(s) {sorted(names - set(params))} (exact_match=True)")
+        # ValueError, as SB3 raises for missing objects (a module's missing keys stay torch's RuntimeError)
+        raise ValueError(f"missing parameter group(s) {sorted(names - set(params))} (exact_match=True)")
     for name, state in params.items():
         if name == "optimizer":
             check_optimizer_state(model.optimizer, model.policy, state)
