@@ -516,12 +516,13 @@ class ACER(SegmentAlgorithm):
 
         Args:
             path: where to save (path or file-like).
-            exclude: ignored (accepted for SB3 compatibility).
+            exclude: hyperparameters to leave out of the file (they load with their defaults, as SB3's
+                excluded attributes do); another name raises ``ValueError``.
             include: ``["replay_buffer"]`` also stores the replay memory, which makes the file a complete
-                checkpoint (see :meth:`save_replay_buffer`); other names are ignored.
+                checkpoint (see :meth:`save_replay_buffer`); a hyperparameter named here is saved even if
+                ``exclude`` names it; other names are ignored.
         """
-        del exclude
-        model_io.save_model(self, path, include)
+        model_io.save_model(self, path, exclude, include)
 
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
         """Save the replay memory as data (SB3's name): its arrays, write position and the per-env sampling

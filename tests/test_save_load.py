@@ -1040,3 +1040,15 @@ def test_a_saved_action_space_that_does_not_start_at_0_is_refused_on_load(
     edit_data(path, tmp_path / "start.zip", action_space={"type": "Discrete", "n": 2, "start": 1})
     with pytest.raises(ModelFileError, match="start at 0"):
         ACER.load(tmp_path / "start.zip")
+
+
+def test_save_excludes_hyperparameters_as_sb3_does(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, verbose=2, gamma=0.9, seed=0)
+    model.save(tmp_path / "excluded", exclude=["verbose", "gamma"])
+    loaded = ACER.load(tmp_path / "excluded.zip")
+    assert (loaded.verbose, loaded.gamma, loaded.n_steps) == (0, 0.99, 5)  # the defaults; the rest as saved
+    model.save(tmp_path / "included", exclude=["verbose"], include=["verbose"])
+    assert ACER.load(tmp_path / "included.zip").verbose == 2
+    with pytest.raises(ValueError, match=r"^save cannot exclude \['policy_kwargs'\]: only hyperparameters"):
+        model.save(tmp_path / "refused", exclude=["policy_kwargs"])
+    assert not (tmp_path / "refused.zip").exists()

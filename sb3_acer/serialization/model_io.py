@@ -176,17 +176,36 @@ def model_data(model: ACER) -> dict[str, Any]:
     }
 
 
-def save_model(model: ACER, path: PathOrFile, include: Iterable[str] | None = None) -> None:
-    """Write ``model`` to ``path`` (see ``ACER.save``); ``include=["replay_buffer"]`` adds the replay
-    memory, if the model has one."""
+def save_model(
+    model: ACER, path: PathOrFile, exclude: Iterable[str] | None = None, include: Iterable[str] | None = None
+) -> None:
+    """Write ``model`` to ``path`` (see ``ACER.save``): without the hyperparameters named in ``exclude`` and
+    not in ``include`` (they load with their defaults, as SB3's excluded attributes do);
+    ``include=["replay_buffer"]`` adds the replay memory, if the model has one.
+
+    Raises:
+        ValueError: ``exclude`` names something that is not a hyperparameter; nothing is written.
+    """
+    included = set(include or ())
+    excluded = set(exclude or ()) - included
+    unknown = sorted(excluded - {*HYPERPARAMETERS, "replay_buffer"})
+    if unknown:
+        raise ValueError(
+            f"save cannot exclude {unknown}: only hyperparameters ({', '.join(HYPERPARAMETERS)}) and "
+            "replay_buffer can be left out of a model file"
+        )
+    data = model_data(model)
+    data["hyperparameters"] = {
+        name: value for name, value in data["hyperparameters"].items() if name not in excluded
+    }
     extra = None
-    if include is not None and "replay_buffer" in include and model.replay_buffer is not None:
+    if "replay_buffer" in included and model.replay_buffer is not None:
         buffer = model.replay_buffer
 
         def extra(archive: zipfile.ZipFile) -> None:
             write_buffer_entries(archive, buffer)
 
-    write_model_file(path, model_data(model), model.get_parameters(), extra=extra)
+    write_model_file(path, data, model.get_parameters(), extra=extra)
 
 
 # ---------------------------------------------------------------------- parameters
