@@ -1052,3 +1052,16 @@ def test_save_excludes_hyperparameters_as_sb3_does(tmp_path: pathlib.Path) -> No
     with pytest.raises(ValueError, match=r"^save cannot exclude \['policy_kwargs'\]: only hyperparameters"):
         model.save(tmp_path / "refused", exclude=["policy_kwargs"])
     assert not (tmp_path / "refused.zip").exists()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_a_compiled_policy_saves_its_own_weights_as_sb3_does(tmp_path: pathlib.Path) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)
+    weights = {name: tensor.clone() for name, tensor in model.policy.state_dict().items()}
+    model.policy = th.compile(model.policy)  # type: ignore[assignment]  # compiled lazily: never run here
+    assert all(name.startswith("_orig_mod.") for name in model.policy.state_dict())
+    model.save(tmp_path / "compiled.zip")
+    loaded = ACER.load(tmp_path / "compiled.zip")
+    assert loaded.policy.state_dict().keys() == weights.keys()
+    assert all(th.equal(loaded.policy.state_dict()[name], tensor) for name, tensor in weights.items())
+    model.set_parameters(loaded.get_parameters())  # and back into the compiled one

@@ -213,7 +213,14 @@ def save_model(
 
 def get_parameters(model: ACER) -> dict[str, dict]:
     """Copies of the state dicts of the :data:`SAVED_MODULES` of ``model``."""
-    return {name: copy.deepcopy(getattr(model, name).state_dict()) for name in SAVED_MODULES}
+    return {name: copy.deepcopy(_saved_module(model, name).state_dict()) for name in SAVED_MODULES}
+
+
+def _saved_module(model: ACER, name: str) -> Any:
+    """The module (or optimizer) saved as ``name``: a ``torch.compile``d policy's original module, whose
+    weights are the same tensors under their own names (as SB3 saves it, GH#2137)."""
+    module = getattr(model, name)
+    return getattr(module, "_orig_mod", module)
 
 
 def _check_module_state(module: th.nn.Module, name: str, state: dict[str, Any], exact_match: bool) -> None:
@@ -245,7 +252,7 @@ def _check_parameters(model: ACER, params: dict[str, Any], exact_match: bool) ->
         if name == "optimizer":
             check_optimizer_state(model.optimizer, model.policy, state)
         else:
-            _check_module_state(getattr(model, name), name, state, exact_match)
+            _check_module_state(_saved_module(model, name), name, state, exact_match)
 
 
 def _load_optimizer_state(model: ACER, state: dict[str, Any]) -> None:
@@ -272,13 +279,13 @@ def set_parameters(
             if name == "optimizer":
                 _load_optimizer_state(model, state)
             else:
-                getattr(model, name).load_state_dict(
+                _saved_module(model, name).load_state_dict(
                     {key: th.as_tensor(value) for key, value in state.items()}, strict=exact_match
                 )
     except Exception:
         # E.g. an optimizer state of another network: restore everything loaded so far.
         for name, state in backup.items():
-            getattr(model, name).load_state_dict(state)
+            _saved_module(model, name).load_state_dict(state)
         raise
 
 
