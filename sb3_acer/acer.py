@@ -36,7 +36,7 @@ from sb3_acer.policies import (
     RecurrentACERPolicy,
 )
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
-from sb3_acer.schedules import schedule_multiplier
+from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
@@ -222,24 +222,37 @@ class ACER(SegmentAlgorithm):
         finally:
             th.set_num_threads(threads)
 
-    @property  # type: ignore[override]
-    def lr_schedule(self) -> str:
-        """The name of the learning-rate schedule (the constructor argument)."""
-        return self.lr_schedule_name
+    @property
+    def lr_schedule(self) -> Callable[[float], float]:
+        """SB3's learning-rate schedule: the rate at a progress remaining (1 at the start, 0 at the end).
+
+        The constructor's ``lr_schedule`` (SB2's argument) names the schedule: ``lr_schedule_name``. Set a
+        callable here to replace the schedule, as SB3 code does (``model.lr_schedule = lambda _: 0.0``: it
+        becomes the callable ``learning_rate``), or a name to choose another of SB2's schedules.
+        """
+        return self._scheduled_rate
 
     @lr_schedule.setter
     def lr_schedule(self, value: Any) -> None:
-        # BaseAlgorithm assigns a callable here in _setup_lr_schedule; ACER computes its own schedule.
         if isinstance(value, str):
+            if value not in LR_SCHEDULES:
+                raise ValueError(f"unknown lr_schedule {value!r}; choose one of {sorted(LR_SCHEDULES)}")
             self.lr_schedule_name = value
+        elif callable(value):
+            self.learning_rate = value
+        else:
+            raise TypeError(f"lr_schedule must be a schedule name or a callable of progress, got {value!r}")
+
+    def _scheduled_rate(self, progress_remaining: float) -> float:
+        if callable(self.learning_rate):
+            return float(self.learning_rate(progress_remaining))
+        return float(self.learning_rate) * schedule_multiplier(
+            self.lr_schedule_name, 1.0 - progress_remaining
+        )
 
     def current_learning_rate(self) -> float:
         """Learning rate at the current training progress."""
-        if callable(self.learning_rate):
-            return float(self.learning_rate(self._current_progress_remaining))
-        return float(self.learning_rate) * schedule_multiplier(
-            self.lr_schedule_name, 1.0 - self._current_progress_remaining
-        )
+        return self._scheduled_rate(self._current_progress_remaining)
 
     # ------------------------------------------------------------------ set-up
 

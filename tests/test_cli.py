@@ -485,7 +485,7 @@ def test_the_atari_entry_applies_to_atari_games_without_their_own(
     assert out.startswith(settings.source)
     model = ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip")
     assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper, 4 frames, channel first
-    assert (model.ent_coef, model.learning_rate, model.lr_schedule) == (0.02, 1e-3, "linear")
+    assert (model.ent_coef, model.learning_rate, model.lr_schedule_name) == (0.02, 1e-3, "linear")
     assert type(model.optimizer) is RMSpropTFLike
 
 

@@ -256,7 +256,7 @@ def test_train_an_atari_game_with_run_atari_settings(
     assert "No preset for PongNoFrameskip-v4: using ACER's defaults with SB2 run_atari's settings" in out
     model = ACER.load(tmp_path / "PongNoFrameskip-v4_0" / "model.zip")
     assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper, 4 frames, channel first
-    assert model.lr_schedule == "constant"
+    assert model.lr_schedule_name == "constant"
     assert type(model.policy).__name__ == "CnnPolicy"
 
 

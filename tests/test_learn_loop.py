@@ -245,3 +245,18 @@ def test_set_random_seed_reseeds_replay_sampling() -> None:
         )
     np.testing.assert_array_equal(samples[0][0], samples[1][0])
     np.testing.assert_array_equal(samples[0][1], samples[1][1])
+
+
+def test_lr_schedule_is_sb3s_callable_and_takes_sb3s_idiom(small_settings: dict[str, Any]) -> None:
+    model = ACER("MlpPolicy", "CartPole-v1", learning_rate=1e-3, lr_schedule="linear", **small_settings)
+    assert model.lr_schedule_name == "linear"
+    assert model.lr_schedule(1.0) == pytest.approx(1e-3) and model.lr_schedule(0.25) == pytest.approx(2.5e-4)
+    model.lr_schedule = "constant"  # one of SB2's names
+    assert model.lr_schedule(0.25) == pytest.approx(1e-3)
+    model.lr_schedule = lambda _: 0.0  # SB3's idiom: freeze the weights
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(40)
+    assert model.current_learning_rate() == 0.0
+    assert all(th.equal(p, q) for p, q in zip(before, model.policy.parameters(), strict=True))
+    with pytest.raises(ValueError, match=r"^unknown lr_schedule 'cosine'; choose one of"):
+        model.lr_schedule = "cosine"

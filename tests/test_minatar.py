@@ -198,7 +198,7 @@ def test_train_and_enjoy_a_minatar_game_by_id(tmp_path: Any, capsys: pytest.Capt
     model = ACER.load(logs / "MinAtar-Breakout-v1_0" / "model.zip")
     assert model.observation_space == spaces.Box(0.0, 1.0, (4, 10, 10), np.float32)
     assert isinstance(model.policy.features_extractor, MinAtarCNN)
-    assert model.lr_schedule == "constant"
+    assert model.lr_schedule_name == "constant"
     code, out, err = run(
         capsys, "enjoy", str(logs / "MinAtar-Breakout-v1_0" / "model.zip"), "--episodes", "1"
     )
