@@ -194,33 +194,39 @@ def middle(values: Sequence[float | None]) -> float | None:
 
 
 def fresh_seeds() -> str:
-    """The CartPole preset on seeds it was not tuned on, with PPO and A2C in the same run."""
-    runs = load("classic_control_cartpole_fresh_seeds.json")["results"]
-    by_algo = {algo: [run for run in runs if run["algo"] == algo] for algo in ("ACER", "PPO", "A2C")}
-    ppo_seconds = middle(column(by_algo["PPO"], "seconds_to_threshold"))
+    """The classic-control presets on seeds they were not tuned on, with PPO and A2C in the same run."""
     rows = []
-    for algo, mine in by_algo.items():
-        reached = column(mine, "steps_to_threshold")
-        seconds = middle(column(mine, "seconds_to_threshold"))
-        rows.append(
-            [
-                "**ACER**" if algo == "ACER" else algo,
-                f"{sum(v is not None for v in reached)}/{len(mine)}",
-                median_or_never(reached),
-                "never" if seconds is None else f"{seconds:.1f}",
-                "—" if seconds is None or ppo_seconds is None else f"{seconds / ppo_seconds:.2f}",
-                pm(column(mine, "final_eval_mean")),
-            ]
-        )
+    for name in ("classic_control_cartpole_fresh_seeds.json", "classic_control_acrobot_fresh_seeds.json"):
+        runs = load(name)["results"]
+        env_id = runs[0]["env_id"]
+        by_algo = {algo: [run for run in runs if run["algo"] == algo] for algo in ("ACER", "PPO", "A2C")}
+        ppo_seconds = middle(column(by_algo["PPO"], "seconds_to_threshold"))
+        for algo, mine in by_algo.items():
+            reached = column(mine, "steps_to_threshold")
+            seconds = middle(column(mine, "seconds_to_threshold"))
+            rows.append(
+                [
+                    env_id,
+                    f"{thresholds()[env_id]:g}",
+                    "**ACER**" if algo == "ACER" else algo,
+                    f"{sum(v is not None for v in reached)}/{len(mine)}",
+                    median_or_never(reached),
+                    "never" if seconds is None else f"{seconds:.1f}",
+                    "—" if seconds is None or ppo_seconds is None else f"{seconds / ppo_seconds:.2f}",
+                    pm(column(mine, "final_eval_mean")),
+                ]
+            )
     header = [
+        "env",
+        "threshold",
         "algorithm",
         "seeds solved",
-        "median steps to 475",
+        "median steps to it",
         "median seconds",
         "seconds / PPO's",
         "final eval",
     ]
-    return table(header, rows, "lrrrrr")
+    return table(header, rows, "lrlrrrrr")
 
 
 def recurrent() -> str:
