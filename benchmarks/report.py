@@ -150,11 +150,16 @@ def lunarlander_sentence() -> str:
     )
 
 
+def middle(values: Sequence[float | None]) -> float | None:
+    """The median (the upper one of an even count), an unsolved seed (``None``) counting as never reaching
+    the threshold: ``None`` if that is the median."""
+    return sorted(values, key=lambda v: float("inf") if v is None else v)[len(values) // 2]
+
+
 def median_or_never(values: Sequence[float | None]) -> str:
-    """The median, an unsolved seed (``None``) counting as never reaching the threshold."""
-    ordered = sorted(values, key=lambda v: float("inf") if v is None else v)
-    middle = ordered[len(ordered) // 2]
-    return "never" if middle is None else f"{middle:,.0f}"
+    """The median of :func:`middle`, as a step count or ``never``."""
+    median = middle(values)
+    return "never" if median is None else f"{median:,.0f}"
 
 
 def thresholds() -> dict[str, float]:
@@ -166,44 +171,20 @@ def thresholds() -> dict[str, float]:
     raise LookupError("benchmarks/classic_control.py defines no THRESHOLDS")
 
 
-def against_a2c_ppo() -> str:
-    rows = []
-    for name in ("classic_control_cartpole.json", "classic_control_acrobot.json"):
-        for env_id, runs in by_env(load(name)["results"]).items():
-            for algo in ("ACER", "PPO", "A2C"):
-                mine = [run for run in runs if run["algo"] == algo]
-                reached = column(mine, "steps_to_threshold")
-                rows.append(
-                    [
-                        env_id,
-                        f"{thresholds()[env_id]:g}",
-                        "**ACER**" if algo == "ACER" else algo,
-                        f"{sum(v is not None for v in reached)}/{len(mine)}",
-                        median_or_never(reached),
-                        steps(mine[0]["n_timesteps"]),
-                        pm(column(mine, "final_eval_mean")),
-                    ]
-                )
-    header = ["env", "threshold", "algorithm", "seeds solved", "median steps to it", "budget", "final eval"]
-    return table(header, rows, "lrlrrrr")
+ALGORITHMS = ("ACER", "PPO", "A2C")
 
 
-def middle(values: Sequence[float | None]) -> float | None:
-    """The median as ``median_or_never`` takes it (the upper one of an even count), ``None`` for never."""
-    return sorted(values, key=lambda v: float("inf") if v is None else v)[len(values) // 2]
-
-
-def fresh_seeds() -> str:
-    """The classic-control presets on seeds they were not tuned on, with PPO and A2C in the same run."""
-    rows = []
-    for name in ("classic_control_cartpole_fresh_seeds.json", "classic_control_acrobot_fresh_seeds.json"):
-        runs = load(name)["results"]
-        env_id = runs[0]["env_id"]
-        by_algo = {algo: [run for run in runs if run["algo"] == algo] for algo in ("ACER", "PPO", "A2C")}
-        ppo_seconds = middle(column(by_algo["PPO"], "seconds_to_threshold"))
+def threshold_rows(
+    records: list[dict[str, Any]], middle_columns: Callable[[list[dict[str, Any]], dict[str, Any]], list[str]]
+) -> list[list[object]]:
+    """One row per environment and algorithm of a ``classic_control.py`` record: env, threshold, algorithm,
+    seeds solved, median steps to the threshold, then ``middle_columns(runs, runs_by_algorithm)``, then the
+    final evaluation."""
+    rows: list[list[object]] = []
+    for env_id, runs in by_env(records).items():
+        by_algo = {algo: [run for run in runs if run["algo"] == algo] for algo in ALGORITHMS}
         for algo, mine in by_algo.items():
             reached = column(mine, "steps_to_threshold")
-            seconds = middle(column(mine, "seconds_to_threshold"))
             rows.append(
                 [
                     env_id,
@@ -211,22 +192,37 @@ def fresh_seeds() -> str:
                     "**ACER**" if algo == "ACER" else algo,
                     f"{sum(v is not None for v in reached)}/{len(mine)}",
                     median_or_never(reached),
-                    "never" if seconds is None else f"{seconds:.1f}",
-                    "—" if seconds is None or ppo_seconds is None else f"{seconds / ppo_seconds:.2f}",
+                    *middle_columns(mine, by_algo),
                     pm(column(mine, "final_eval_mean")),
                 ]
             )
-    header = [
-        "env",
-        "threshold",
-        "algorithm",
-        "seeds solved",
-        "median steps to it",
-        "median seconds",
-        "seconds / PPO's",
-        "final eval",
-    ]
-    return table(header, rows, "lrlrrrrr")
+    return rows
+
+
+def against_a2c_ppo() -> str:
+    rows = []
+    for name in ("classic_control_cartpole.json", "classic_control_acrobot.json"):
+        rows += threshold_rows(load(name)["results"], lambda mine, _: [steps(mine[0]["n_timesteps"])])
+    header = ["env", "threshold", "algorithm", "seeds solved", "median steps to it", "budget", "final eval"]
+    return table(header, rows, "lrlrrrr")
+
+
+def _seconds_and_ratio(mine: list[dict[str, Any]], by_algo: dict[str, Any]) -> list[str]:
+    """The median seconds to the threshold and its ratio to PPO's in the same run."""
+    seconds = middle(column(mine, "seconds_to_threshold"))
+    ppo_seconds = middle(column(by_algo["PPO"], "seconds_to_threshold"))
+    if seconds is None:
+        return ["never", "—"]
+    return [f"{seconds:.1f}", "—" if ppo_seconds is None else f"{seconds / ppo_seconds:.2f}"]
+
+
+def fresh_seeds() -> str:
+    """The classic-control presets on seeds they were not tuned on, with PPO and A2C in the same run."""
+    rows = []
+    for name in ("classic_control_cartpole_fresh_seeds.json", "classic_control_acrobot_fresh_seeds.json"):
+        rows += threshold_rows(load(name)["results"], _seconds_and_ratio)
+    header = ["env", "threshold", "algorithm", "seeds solved", "median steps to it", "median seconds"]
+    return table([*header, "seconds / PPO's", "final eval"], rows, "lrlrrrrr")
 
 
 def recurrent() -> str:
