@@ -24,7 +24,7 @@ evaluated with the state reached after the last step of that episode.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
@@ -48,6 +48,7 @@ __all__ = [
     "feed_forward_outputs",
     "loss_terms",
     "network_outputs",
+    "policy_term_inputs",
     "recurrent_outputs",
     "segment_tensors",
     "trust_region_backward",
@@ -293,6 +294,23 @@ def critic_targets(outputs: NetworkOutputs, tensors: SegmentTensors, config: Upd
     return CriticTargets(weights=weights, q_i=q_i, q_ret=q_ret, loss_q=loss_q)
 
 
+def policy_term_inputs(
+    outputs: NetworkOutputs, tensors: SegmentTensors, targets: CriticTargets, config: UpdateConfig
+) -> dict[str, Any]:
+    """The arguments the policy term takes, as its loss (:func:`~sb3_acer.functional.acer_policy_loss`) and
+    as its gradient (:func:`~sb3_acer.functional.acer_policy_gradient`): the critic's values are constants."""
+    return dict(
+        pi_probs=outputs.pi_probs,
+        actions=tensors.actions,
+        rho=targets.weights.rho,
+        q_ret=targets.q_ret,
+        q_values=outputs.q_values.detach(),
+        values=outputs.values[:-1].detach(),
+        c=config.correction_term,
+        eps=config.eps,
+    )
+
+
 def trust_region_backward(
     outputs: NetworkOutputs,
     tensors: SegmentTensors,
@@ -314,15 +332,7 @@ def trust_region_backward(
     # Per-sample gradient of the objective (to maximise) w.r.t. the probabilities: undo the batch mean.
     # Closed form of autograd(-(loss_policy - ent_coef * entropy) * n_samples, pi_probs): one pass.
     g = F.acer_policy_gradient(
-        pi_probs=outputs.pi_probs,
-        actions=tensors.actions,
-        rho=targets.weights.rho,
-        q_ret=targets.q_ret,
-        q_values=outputs.q_values.detach(),
-        values=outputs.values[:-1].detach(),
-        c=config.correction_term,
-        ent_coef=config.ent_coef,
-        eps=config.eps,
+        **policy_term_inputs(outputs, tensors, targets, config), ent_coef=config.ent_coef
     )
     k = F.kl_gradient(avg_probs=outputs.avg_probs, pi_probs=outputs.pi_probs.detach(), eps=config.eps)
     step = F.trust_region_projection(g=g, k=k, delta=config.delta, eps=config.eps)
@@ -348,16 +358,7 @@ def loss_terms(
     the loss only serves logging and the finiteness check, and is computed without history.
     """
     with th.set_grad_enabled(not config.trust_region):
-        policy_loss = F.acer_policy_loss(
-            pi_probs=outputs.pi_probs,
-            actions=tensors.actions,
-            rho=targets.weights.rho,
-            q_ret=targets.q_ret,
-            q_values=outputs.q_values.detach(),
-            values=outputs.values[:-1].detach(),
-            c=config.correction_term,
-            eps=config.eps,
-        )
+        policy_loss = F.acer_policy_loss(**policy_term_inputs(outputs, tensors, targets, config))
         loss_policy = policy_loss.loss_f + policy_loss.loss_bc
         entropy = F.categorical_entropy(outputs.pi_probs, eps=config.eps).mean()
         loss = loss_policy + config.q_coef * targets.loss_q - config.ent_coef * entropy
