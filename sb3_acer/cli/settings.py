@@ -28,11 +28,20 @@ from sb3_acer.presets import (
     zoo_schedules,
 )
 
-__all__ = ["TrainSettings", "env_kwargs_option", "train_settings"]
+__all__ = [
+    "DEFAULT_N_ENVS",
+    "DEFAULT_TIMESTEPS",
+    "FALLBACK_HYPERPARAMETERS",
+    "TrainSettings",
+    "env_kwargs_option",
+    "train_settings",
+]
 
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
 DEFAULT_N_ENVS = 4
 DEFAULT_TIMESTEPS = 100_000
+#: ACER's settings on an env with no preset (not Atari, not MinAtar), over the constructor's SB2 defaults.
+FALLBACK_HYPERPARAMETERS: dict[str, Any] = {}
 ATARI_N_ENVS = 16
 ATARI_TIMESTEPS = 10_000_000
 
@@ -195,7 +204,10 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
         )
     else:
         source = f"No preset for {env_id}: using ACER's defaults."
-        base = _Base(DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), {}, {}, source)
+        hyperparameters = dict(FALLBACK_HYPERPARAMETERS)
+        base = _Base(
+            DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), hyperparameters, {}, source
+        )
     sticky = gym.spec(env_id).kwargs.get("repeat_action_probability", 0.0) if info.atari else 0.0
     if sticky:
         source = base.source + (
