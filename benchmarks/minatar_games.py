@@ -349,6 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep each finished run as <game>_<algo>_<seed>.json here, and take a run found there instead "
         "of running it again (a long benchmark then goes on where it stopped)",
     )
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: write --out from the runs kept in --run-dir, naming the runs still missing",
+    )
     return parser
 
 
@@ -373,6 +378,17 @@ def load_run(path: Path, job: Job) -> RunResult:
     if kept["job"] != json.loads(json.dumps(wanted)):
         raise SystemExit(f"{path}: kept for other settings {kept['job']}; move it away to run again")
     return result
+
+
+def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:
+    """When and from which commit each kept run of ``jobs`` finished (the runs may span several sessions)."""
+    kept = {}
+    for job in jobs:
+        path = run_file(run_dir, job)
+        if path.exists():
+            record = json.loads(path.read_text())
+            kept[path.name] = {"finished": record.get("finished"), "commit": record.get("commit")}
+    return kept
 
 
 def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
@@ -409,6 +425,15 @@ def main(argv: list[str] | None = None) -> None:
         for seed in args.seeds
         for algo in args.algos
     ]
+    if args.collect:
+        if args.run_dir is None:
+            raise SystemExit("--collect needs --run-dir")
+        missing = [
+            run_file(args.run_dir, job).name for job in jobs if not run_file(args.run_dir, job).exists()
+        ]
+        if missing:
+            print(f"not run yet ({len(missing)}): {', '.join(missing)}", file=sys.stderr)
+        jobs = [job for job in jobs if run_file(args.run_dir, job).exists()]
     if args.jobs > 1:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             results = pool.starmap(run_job, [(job, args.run_dir) for job in jobs], chunksize=1)
@@ -428,6 +453,7 @@ def main(argv: list[str] | None = None) -> None:
             acer_overrides=overrides,
             window=WINDOW,
             eval_step_limit=EVAL_STEP_LIMIT,
+            kept_runs=kept_runs(args.run_dir, jobs) if args.run_dir is not None else None,
         )
 
 
