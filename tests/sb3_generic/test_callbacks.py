@@ -132,7 +132,7 @@ def test_eval_callback_vec_env():
     n_eval_envs = 3
     train_env = IdentityEnv()
     eval_env = DummyVecEnv([lambda: IdentityEnv()] * n_eval_envs)
-    model = ACER("MlpPolicy", train_env, seed=0, **SMALL)
+    model = ACER("MlpPolicy", train_env, seed=0)
 
     eval_callback = EvalCallback(
         eval_env,
@@ -183,7 +183,6 @@ def test_eval_callback_logs_are_written_with_the_correct_timestep(tmp_path):
         tensorboard_log=tmp_path,
         verbose=1,
         seed=1,
-        **SMALL,
     )
 
     eval_env = gym.make(env_id)
