@@ -530,7 +530,9 @@ class ACER(SegmentAlgorithm):
         Args:
             path: where to save (path or file-like).
             exclude: hyperparameters to leave out of the file (they load with their defaults, as SB3's
-                excluded attributes do); another name raises ``ValueError``.
+                excluded attributes do). What no model file holds (SB3's default exclusions such as
+                ``env`` and ``policy``, and the last observation: ``model_io.NEVER_SAVED``) may be named and
+                changes nothing; another name raises ``ValueError``.
             include: ``["replay_buffer"]`` also stores the replay memory, which makes the file a complete
                 checkpoint (see :meth:`save_replay_buffer`); a hyperparameter named here is saved even if
                 ``exclude`` names it; other names are ignored.

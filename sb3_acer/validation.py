@@ -82,7 +82,8 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
     if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
         raise ValueError(
             "observation is a tuple (observation, info), as Gymnasium's env.reset() returns it: pass only "
-            "the observation (obs, info = env.reset()); a VecEnv's reset() returns the observations alone"
+            "the observation (obs, info = env.reset()); a VecEnv's reset() returns the observations alone "
+            "(SB3's words: you are probably mixing Gym API with SB3 VecEnv API)"
         )
     if isinstance(observation, dict | tuple):
         raise ValueError(f"observation must be an array for {space}, got {type(observation).__name__}")

@@ -1055,6 +1055,16 @@ def test_save_excludes_hyperparameters_as_sb3_does(tmp_path: pathlib.Path) -> No
     assert not (tmp_path / "refused.zip").exists()
 
 
+def test_save_accepts_excluding_what_sb3_never_saves_and_changes_nothing(tmp_path: pathlib.Path) -> None:
+    # SB3's save accepts the names it leaves out anyway (env, policy, the logger, ...); they raised here.
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)
+    model.save(tmp_path / "plain.zip")
+    model.save(tmp_path / "excluded.zip", exclude=["env", "policy", "_logger", "_last_obs", "device"])
+    plain, excluded = read_data(tmp_path / "plain.zip"), read_data(tmp_path / "excluded.zip")
+    assert excluded == plain
+    assert_same_tensors(all_tensors(ACER.load(tmp_path / "excluded.zip")), all_tensors(model))
+
+
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_a_compiled_policy_saves_its_own_weights_as_sb3_does(tmp_path: pathlib.Path) -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HYPERPARAMETERS",
+    "NEVER_SAVED",
     "SAVED_MODULES",
     "get_parameters",
     "global_state_restored_on_error",
@@ -102,6 +103,12 @@ HYPERPARAMETERS = (
 )
 #: The model's attributes whose state dicts the file holds (``<name>.pth``).
 SAVED_MODULES = ("policy", "policy_avg", "optimizer")
+#: What SB3's ``save`` leaves out of every file, and the env's last state: no model file holds them, so
+#: ``save(exclude=...)`` accepts these names as SB3's does, and they change nothing.
+NEVER_SAVED = frozenset(
+    {"policy", "device", "env", "rollout_buffer", "_vec_normalize_env", "_episode_storage", "_logger"}
+    | {"_custom_logger", "_last_obs", "_last_episode_starts", "_last_original_obs"}
+)
 
 
 @contextlib.contextmanager
@@ -184,11 +191,12 @@ def save_model(
     ``include=["replay_buffer"]`` adds the replay memory, if the model has one.
 
     Raises:
-        ValueError: ``exclude`` names something that is not a hyperparameter; nothing is written.
+        ValueError: ``exclude`` names something that is not a hyperparameter, ``replay_buffer`` or one of
+            :data:`NEVER_SAVED`; nothing is written.
     """
     included = set(include or ())
     excluded = set(exclude or ()) - included
-    unknown = sorted(excluded - {*HYPERPARAMETERS, "replay_buffer"})
+    unknown = sorted(excluded - {*HYPERPARAMETERS, "replay_buffer", *NEVER_SAVED})
     if unknown:
         raise ValueError(
             f"save cannot exclude {unknown}: only hyperparameters ({', '.join(HYPERPARAMETERS)}) and "
