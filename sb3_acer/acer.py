@@ -33,6 +33,8 @@ from sb3_acer.policies import (
     MlpLnLstmPolicy,
     MlpLstmPolicy,
     MlpPolicy,
+    MultiInputLstmPolicy,
+    MultiInputPolicy,
     RecurrentACERPolicy,
 )
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
@@ -48,6 +50,7 @@ from sb3_acer.validation import (
     check_hyperparameters,
     check_observation,
     check_policy,
+    check_policy_observations,
     check_policy_takes,
     supported_env,
 )
@@ -71,8 +74,10 @@ class ACER(SegmentAlgorithm):
     ``seed`` and ``device`` are keyword-only (SB2's next positional argument was ``full_tensorboard_log``).
 
     Args:
-        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, or the recurrent ``"MlpLstmPolicy"``,
-            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, whose LSTM state is carried
+        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` for ``Dict``
+            observations, or the recurrent ``"MlpLstmPolicy"``,
+            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``,
+            whose LSTM state is carried
             across segments, stored with each segment and reset where an episode starts).
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
@@ -125,10 +130,12 @@ class ACER(SegmentAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
         "MlpLstmPolicy": MlpLstmPolicy,
         "MlpLnLstmPolicy": MlpLnLstmPolicy,
         "CnnLstmPolicy": CnnLstmPolicy,
         "CnnLnLstmPolicy": CnnLnLstmPolicy,
+        "MultiInputLstmPolicy": MultiInputLstmPolicy,
     }
 
     def __init__(
@@ -165,8 +172,12 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs)
+        policy_class = check_policy(
+            policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs
+        )
         env = supported_env(env, verbose, needed=_init_setup_model)
+        if env is not None:
+            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
         # Nothing global changes unless the model is built: thread count and generators are put back.
         with model_io.global_state_restored_on_error():
             if num_procs is not None:

@@ -195,7 +195,7 @@ class SegmentAlgorithm(BaseAlgorithm):
             env=self.env,
             policy=self.policy,
             n_steps=self.n_steps,
-            last_obs=self._last_obs,  # type: ignore[arg-type]
+            last_obs=self._last_obs,
             last_episode_starts=self._last_episode_starts,
             on_step=on_step,
             last_lstm_state=self._carried_lstm_state(),

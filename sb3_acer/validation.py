@@ -7,8 +7,10 @@ memory or the weights.
 
 What ``predict`` / ``action_probability`` accept, by observation space:
 
-- every space: an array (or nested list / scalar) of numbers of shape ``space.shape`` or ``(n, *shape)``;
-  strings, objects, complex numbers, dicts and tuples are refused;
+- every space but ``Dict``: an array (or nested list / scalar) of numbers of shape ``space.shape`` or
+  ``(n, *shape)``; strings, objects, complex numbers, dicts and tuples are refused;
+- ``Dict``: a dict with exactly the space's keys, each value what its subspace accepts, all single
+  observations or all batches of the same ``n``;
 - ``Box`` with a float dtype: finite values (NaN and +-inf are refused); values outside ``[low, high]`` are
   accepted, because ``VecNormalize`` and many envs produce them while keeping the declared bounds;
 - ``Box`` with an integer dtype (images): values within ``[low, high]``;
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
-from stable_baselines3.common.torch_layers import NatureCNN
+from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv
 
 from sb3_acer.schedules import LR_SCHEDULES
@@ -41,17 +43,22 @@ __all__ = [
     "UnsupportedSpaceError",
     "as_tensor",
     "check_actions",
+    "check_dict_observation",
+    "check_dict_space",
     "check_env_step",
     "check_finite",
     "check_hyperparameters",
     "check_learn_arguments",
     "check_observation",
+    "check_observation_space",
     "check_optimizer_kwargs",
     "check_policy",
     "check_policy_kwargs",
+    "check_policy_observations",
     "check_policy_takes",
     "check_seed",
     "check_spaces",
+    "features_extractor_of",
     "keyword_check",
     "supported_env",
 ]
@@ -73,8 +80,9 @@ def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
-    """Check one observation or a batch for ``predict`` and return it as an array (images channel-first).
+def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
+    """Check one observation or a batch for ``predict`` and return it as an array (images channel-first),
+    or for a ``Dict`` space as a dict of them.
 
     Raises:
         ValueError: if the observation's type, shape, dtype or values do not fit ``space``.
@@ -84,6 +92,8 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
             "observation is a tuple (observation, info), as Gymnasium's env.reset() returns it: pass only "
             "the observation (obs, info = env.reset()); a VecEnv's reset() returns the observations alone"
         )
+    if isinstance(space, spaces.Dict):
+        return check_dict_observation(observation, space)
     if isinstance(observation, dict | tuple):
         raise ValueError(f"observation must be an array for {space}, got {type(observation).__name__}")
     try:
@@ -135,6 +145,44 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
     return array
 
 
+def check_dict_observation(observation: Any, space: spaces.Dict) -> dict[str, np.ndarray]:
+    """Check one observation or a batch of a ``Dict`` space for ``predict`` and return it as a dict of
+    arrays (image keys channel-first): the space's keys, each checked by :func:`check_observation`, all
+    single observations or all batches of the same size.
+
+    Raises:
+        ValueError: naming the key whose value does not fit, or the keys missing or unknown.
+    """
+    if not isinstance(observation, Mapping):
+        raise ValueError(
+            f"observation must be a dict of arrays with the keys {list(space.spaces)} for the Dict "
+            f"observation space {space}, got {type(observation).__name__}"
+        )
+    missing, unknown = set(space.spaces) - set(observation), set(observation) - set(space.spaces)
+    if missing or unknown:
+        raise ValueError(
+            f"observation keys {sorted(map(str, observation))} differ from the Dict observation space's "
+            f"{sorted(space.spaces)}: missing {sorted(missing)}, unknown {sorted(map(str, unknown))}"
+        )
+    arrays: dict[str, np.ndarray] = {}
+    batch_sizes: dict[str, int | None] = {}
+    for key, subspace in space.spaces.items():
+        try:
+            array = check_observation(observation[key], subspace)
+        except ValueError as error:
+            raise ValueError(f"observation[{key!r}]: {error}") from None
+        assert isinstance(array, np.ndarray)
+        arrays[key] = array
+        batch_sizes[key] = None if array.shape == (subspace.shape or ()) else int(array.shape[0])
+    if len(set(batch_sizes.values())) > 1:
+        sizes = ", ".join(f"{key!r}: {'single' if n is None else n}" for key, n in batch_sizes.items())
+        raise ValueError(
+            f"the keys of a Dict observation must all be single observations or batches of the same size, "
+            f"got {sizes}"
+        )
+    return arrays
+
+
 def _non_finite_envs(values: np.ndarray, n_envs: int) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind != "f" and values.dtype.kind != "c":
@@ -145,9 +193,17 @@ def _non_finite_envs(values: np.ndarray, n_envs: int) -> np.ndarray:
     return np.flatnonzero(~finite)
 
 
+def _observation_parts(observations: Any) -> list[tuple[str, np.ndarray]]:
+    """``observations`` as ``(where, array)`` pairs: one for an array, one per key for a dict of arrays
+    (``where`` names the key in a message)."""
+    if isinstance(observations, Mapping):
+        return [(f" (key {key!r})", np.asarray(value)) for key, value in observations.items()]
+    return [("", np.asarray(observations))]
+
+
 def check_env_step(
     *,
-    observations: np.ndarray,
+    observations: np.ndarray | Mapping[str, np.ndarray],
     rewards: np.ndarray | None = None,
     infos: Sequence[dict[str, Any]] = (),
     num_timesteps: int,
@@ -156,14 +212,14 @@ def check_env_step(
     """Raise ``ValueError`` if the env returned a non-finite observation, reward or terminal observation.
 
     Args:
-        observations: ``[E, ...]`` observations of the vector env.
+        observations: ``[E, ...]`` observations of the vector env (a dict of them for Dict observations).
         rewards: ``[E]`` rewards (``None`` after a reset).
         infos: the step's info dicts (their ``terminal_observation`` is checked too).
         num_timesteps: the model's step counter before this step, named in the message.
         what: ``"step"`` or ``"reset"``, named in the message.
     """
-    observations = np.asarray(observations)
-    n_envs = observations.shape[0]
+    parts = _observation_parts(observations)
+    n_envs = parts[0][1].shape[0]
     where = f"at num_timesteps={num_timesteps} ({what})"
     hint = "check the env, or wrap it in SB3's VecCheckNan to find where the value comes from"
     if rewards is not None:
@@ -173,19 +229,21 @@ def check_env_step(
             raise ValueError(
                 f"env {env} returned a non-finite reward {np.asarray(rewards)[env]} {where}; {hint}"
             )
-    bad = _non_finite_envs(observations, n_envs)
-    if len(bad):
-        env = int(bad[0])
-        raise ValueError(
-            f"env {env} returned a non-finite observation {where}: {observations[env].tolist()}; {hint}"
-        )
+    for key, array in parts:
+        bad = _non_finite_envs(array, n_envs)
+        if len(bad):
+            env = int(bad[0])
+            raise ValueError(
+                f"env {env} returned a non-finite observation{key} {where}: {array[env].tolist()}; {hint}"
+            )
     for env, info in enumerate(infos):
         terminal = info.get("terminal_observation") if isinstance(info, dict) else None
-        if terminal is not None and len(_non_finite_envs(np.asarray(terminal)[None], 1)):
-            raise ValueError(
-                f"env {env} returned a non-finite terminal observation {where}: "
-                f"{np.asarray(terminal).tolist()}; {hint}"
-            )
+        for key, array in _observation_parts(terminal) if terminal is not None else ():
+            if len(_non_finite_envs(array[None], 1)):
+                raise ValueError(
+                    f"env {env} returned a non-finite terminal observation{key} {where}: "
+                    f"{array.tolist()}; {hint}"
+                )
 
 
 # ---------------------------------------------------------------------- hyperparameters
@@ -467,11 +525,54 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"ACER supports only Discrete action spaces, got {action_space} "
             f"({type(action_space).__name__} actions are not supported)"
         )
+    if isinstance(observation_space, spaces.Dict):
+        check_dict_space(observation_space)
+    else:
+        check_observation_space(observation_space)
+    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
+    # with another start would silently get wrong actions or fail deep inside the network.
+    for kind, space in (("action", action_space), ("observation", observation_space)):
+        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
+            raise UnsupportedSpaceError(
+                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
+                f"(start={space.start}); shift the {kind}s with a wrapper"
+            )
+
+
+def check_dict_space(observation_space: spaces.Dict) -> None:
+    """Raise :class:`UnsupportedSpaceError` unless every key of the ``Dict`` observation space is a string
+    and its subspace one ACER takes on its own (SB3's ``CombinedExtractor`` takes nothing nested)."""
+    for key, subspace in observation_space.spaces.items():
+        if not isinstance(key, str):
+            raise UnsupportedSpaceError(
+                f"ACER needs the keys of a Dict observation space to be strings, got {key!r} in "
+                f"{observation_space}"
+            )
+        if isinstance(subspace, spaces.Dict | spaces.Tuple):
+            raise UnsupportedSpaceError(
+                f"ACER does not support nested observation spaces: key {key!r} of the Dict observation "
+                f"space is a {type(subspace).__name__} ({subspace}); flatten it into keys of the outer Dict "
+                "with a wrapper"
+            )
+        try:
+            check_observation_space(subspace)
+            if isinstance(subspace, spaces.Discrete | spaces.MultiDiscrete) and np.any(subspace.start != 0):
+                raise UnsupportedSpaceError(
+                    f"ACER needs {type(subspace).__name__} observation spaces that start at 0, got "
+                    f"{subspace} (start={subspace.start}); shift the observations with a wrapper"
+                )
+        except UnsupportedSpaceError as error:
+            raise UnsupportedSpaceError(f"key {key!r} of the Dict observation space: {error}") from None
+
+
+def check_observation_space(observation_space: spaces.Space) -> None:
+    """Raise :class:`UnsupportedSpaceError` unless ACER takes observations of this (non-``Dict``) space
+    (whose start, for ``Discrete`` and ``MultiDiscrete``, :func:`check_spaces` checks)."""
     supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
     if not isinstance(observation_space, supported):
         raise UnsupportedSpaceError(
-            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
-            f"got {observation_space}"
+            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, and Dict "
+            f"observations of them (with MultiInputPolicy); got {observation_space}"
         )
     # SB3's preprocessing flattens a Box of at least one axis and a one-dimensional MultiDiscrete; these
     # others would fail deep inside learn() or with a NumPy message.
@@ -486,14 +587,35 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"ACER supports MultiDiscrete observations of one dimension, got nvec of shape {nvec_shape}: "
             f"{observation_space}; flatten them with a wrapper"
         )
-    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
-    # with another start would silently get wrong actions or fail deep inside the network.
-    for kind, space in (("action", action_space), ("observation", observation_space)):
-        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
-            raise UnsupportedSpaceError(
-                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
-                f"(start={space.start}); shift the {kind}s with a wrapper"
-            )
+
+
+def features_extractor_of(policy_class: type, policy_kwargs: dict[str, Any] | None) -> Any:
+    """The features extractor class a policy builds, as its signature and ``policy_kwargs`` say (``None``
+    if neither names one)."""
+    extractor = (policy_kwargs or {}).get("features_extractor_class")
+    for klass in policy_class.__mro__ if extractor is None else ():
+        init = klass.__dict__.get("__init__")
+        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
+        if parameter is not None:  # the default of the nearest class that names it
+            return parameter.default
+    return extractor
+
+
+def check_policy_observations(
+    policy_class: type, policy_kwargs: dict[str, Any] | None, observation_space: spaces.Space
+) -> None:
+    """Raise :class:`UnsupportedSpaceError` if the observations are a ``Dict`` and the policy's features
+    extractor takes one array (SB3's ``FlattenExtractor`` or ``NatureCNN``: the Mlp and Cnn policies), as
+    SB3's algorithms do: a Dict needs ``MultiInputPolicy`` (or an extractor of dicts)."""
+    if not isinstance(observation_space, spaces.Dict):
+        return
+    extractor = features_extractor_of(policy_class, policy_kwargs)
+    if isinstance(extractor, type) and issubclass(extractor, FlattenExtractor | NatureCNN):
+        name = getattr(policy_class, "__name__", "the policy")
+        raise UnsupportedSpaceError(
+            f"You must use `MultiInputPolicy` when working with a Dict observation space, not {name} "
+            f"(its {extractor.__name__} takes one array); got {observation_space}"
+        )
 
 
 def check_policy_takes(
@@ -503,13 +625,7 @@ def check_policy_takes(
     their signatures and ``policy_kwargs`` say) does not get images it can take. Called before building
     ACER's own Cnn policies, and for any other policy only once it failed to build, so that a subclass
     that builds is never second-guessed."""
-    extractor = policy_kwargs.get("features_extractor_class")
-    for klass in policy_class.__mro__ if extractor is None else ():
-        init = klass.__dict__.get("__init__")
-        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
-        if parameter is not None:  # the default of the nearest class that names it
-            extractor = parameter.default
-            break
+    extractor = features_extractor_of(policy_class, policy_kwargs)
     if not (isinstance(extractor, type) and issubclass(extractor, NatureCNN)):
         return
     scaled = not policy_kwargs.get("normalize_images", True)
