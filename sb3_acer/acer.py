@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
+from sb3_acer.observation_checks import check_observation
 from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
@@ -48,7 +49,6 @@ from sb3_acer.validation import (
     UnsupportedSpaceError,
     check_actions,
     check_hyperparameters,
-    check_observation,
     check_policy,
     check_policy_observations,
     check_policy_takes,

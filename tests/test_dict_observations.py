@@ -23,12 +23,12 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_acer import ACER, MultiInputLstmPolicy, MultiInputPolicy, UnsupportedSpaceError
+from sb3_acer.observation_checks import check_env_step
 from sb3_acer.observations import observation_layout, pack_observations, unpack_observations
 from sb3_acer.policies import ACERPolicy
 from sb3_acer.replay import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.segment import Segment
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
-from sb3_acer.validation import check_env_step
 
 #: Small networks: the CNN of an image key gives 8 features, one hidden layer of 16 units.
 SMALL_NET = dict(net_arch=[16], features_extractor_kwargs=dict(cnn_output_dim=8))
