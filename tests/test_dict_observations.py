@@ -20,9 +20,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import SimpleMultiObsEnv
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.torch_layers import CombinedExtractor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_acer import ACER, MultiInputLstmPolicy, MultiInputPolicy, UnsupportedSpaceError
+from sb3_acer.envs import frame_stack_size
 from sb3_acer.observation_checks import check_env_step
 from sb3_acer.observations import observation_layout, pack_observations, unpack_observations
 from sb3_acer.policies import ACERPolicy
@@ -188,6 +189,21 @@ def test_image_vector_and_discrete_keys(channel_last: bool) -> None:
     # Terminal observations of the truncated episodes are kept packed too.
     assert any(len(index) for index, _ in model.replay_buffer.final[: model.replay_buffer.num_in_buffer])
     evaluate_policy(model, env, n_eval_episodes=2, warn=False)
+
+
+@pytest.mark.parametrize("channel_last", [False, True])
+def test_frame_stacked_dict_observations_are_stored_whole(channel_last: bool) -> None:
+    env = VecFrameStack(
+        DummyVecEnv([lambda: SimpleMultiObsEnv(random_start=True, channel_last=channel_last)]),
+        n_stack=3,
+        channels_order={"vec": None, "img": "last" if channel_last else "first"},
+    )
+    assert frame_stack_size(env) is None  # each key is stacked on its own
+    model = ACER("MultiInputPolicy", env, **_settings())
+    model.learn(20)
+    assert isinstance(model.replay_buffer, SegmentReplayBuffer)
+    assert model.replay_buffer.observations["img"].shape[-3:] == (3, 64, 64)
+    assert model.replay_buffer.observations["vec"].shape[-1] == 15
 
 
 def test_multi_input_lstm_policy_trains_and_predicts_with_state() -> None:
