@@ -429,7 +429,7 @@ class ACER(SegmentAlgorithm):
 
     def action_probability(
         self,
-        observation: np.ndarray,
+        observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | None = None,
         mask: np.ndarray | None = None,
         actions: np.ndarray | None = None,
@@ -438,7 +438,7 @@ class ACER(SegmentAlgorithm):
         """The policy's action probabilities (SB2's method).
 
         Args:
-            observation: one observation or a batch of ``n``.
+            observation: one observation or a batch of ``n`` (for ``Dict`` observations a dict of arrays).
             state: recurrent policies: the state ``(h, c)`` returned by ``predict`` (``None``: zeros);
                 unused by feed-forward policies.
             mask: recurrent policies: ``[n]`` episode-start flags (the state of those observations is

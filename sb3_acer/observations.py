@@ -30,6 +30,7 @@ __all__ = [
     "map_observations",
     "observation_layout",
     "pack_observations",
+    "shapes_of",
     "unpack_observations",
 ]
 
@@ -112,6 +113,14 @@ def leading_shape(observations: Any, n_axes: int = 1) -> tuple[int, ...]:
     values share them), e.g. ``(T, B)``."""
     first = next(iter(observations.values())) if isinstance(observations, dict) else observations
     return tuple(int(size) for size in first.shape[:n_axes])
+
+
+def shapes_of(observations: Any) -> Any:
+    """The shape of a batch of observations (an array or tensor), or the shape of each value of a dict of
+    them, for messages."""
+    if isinstance(observations, dict):
+        return {key: tuple(value.shape) for key, value in observations.items()}
+    return tuple(observations.shape)
 
 
 def all_finite(observations: np.ndarray) -> bool:

@@ -455,6 +455,28 @@ def test_save_load_gives_identical_predictions(tmp_path: Any, policy: str) -> No
     loaded.learn(10)  # and it trains on
 
 
+def test_the_key_order_of_the_space_survives_save_and_load(tmp_path: Any) -> None:
+    """Keys in an order that is not sorted (a Dict made of pairs keeps it): the stored fields and the
+    concatenated features follow it, so the loaded model must have it too."""
+
+    class UnsortedCueEnv(CueEnv):
+        def __init__(self) -> None:
+            super().__init__()
+            self.observation_space = spaces.Dict(
+                [("noise", self.observation_space["noise"]), ("cue", self.observation_space["cue"])]
+            )
+
+    env = make_vec_env(UnsortedCueEnv, n_envs=2, seed=0)
+    model = ACER("MultiInputPolicy", env, **_settings(policy_kwargs=None))
+    model.learn(20)
+    assert model.replay_buffer is not None and model.replay_buffer.obs_dtype.names == ("noise", "cue")
+    model.save(tmp_path / "model", include=["replay_buffer"])
+    loaded = ACER.load(tmp_path / "model", env=env)
+    assert list(loaded.observation_space.spaces) == ["noise", "cue"]  # type: ignore[attr-defined]
+    assert loaded.replay_buffer is not None and loaded.replay_buffer.obs_dtype.names == ("noise", "cue")
+    _same_predictions(model, loaded, _batch(env.observation_space, 5))
+
+
 def test_checkpoint_with_replay_buffer_round_trips(tmp_path: Any) -> None:
     env = make_vec_env(lambda: gym.wrappers.TimeLimit(DummyDictEnv(), 20), n_envs=2, seed=0)
     model = ACER("MultiInputPolicy", env, **_settings())

@@ -25,7 +25,7 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from sb3_acer.observations import leading_shape, map_observations
+from sb3_acer.observations import leading_shape, map_observations, shapes_of
 from sb3_acer.policies.base import (
     BaseACERPolicy,
     PolicyOutput,
@@ -256,7 +256,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
             raise ValueError(f"episode_starts must be [T, B] with T >= 1, got {tuple(episode_starts.shape)}")
         n_steps, n_seq = episode_starts.shape
         if leading_shape(obs, 2) != (n_steps, n_seq):
-            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {leading_shape(obs, 99)}")
+            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {shapes_of(obs)}")
         for part in state:
             if tuple(part.shape) != (1, n_seq, self.n_lstm):
                 raise ValueError(
