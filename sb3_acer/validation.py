@@ -28,6 +28,7 @@ __all__ = [
     "MAX_NUM_PROCS",
     "OPTIMIZER_KEYS",
     "UnsupportedSpaceError",
+    "UnsupportedSpaceTypeError",
     "as_tensor",
     "check_actions",
     "check_dict_space",
@@ -55,6 +56,11 @@ MAX_NUM_PROCS = 1024
 
 class UnsupportedSpaceError(ValueError):
     """An action or observation space that ACER cannot handle."""
+
+
+class UnsupportedSpaceTypeError(UnsupportedSpaceError, NotImplementedError):
+    """An observation space of a kind ACER takes in no form (``Tuple``, a ``Dict`` nested in a ``Dict``,
+    ...): an :class:`UnsupportedSpaceError` that is also the ``NotImplementedError`` SB3 raises for it."""
 
 
 # ---------------------------------------------------------------------- hyperparameters
@@ -360,7 +366,7 @@ def check_dict_space(observation_space: spaces.Dict) -> None:
                 f"{observation_space}"
             )
         if isinstance(subspace, spaces.Dict | spaces.Tuple):
-            raise UnsupportedSpaceError(
+            raise UnsupportedSpaceTypeError(
                 f"ACER does not support nested observation spaces: key {key!r} of the Dict observation "
                 f"space is a {type(subspace).__name__} ({subspace}); flatten it into keys of the outer Dict "
                 "with a wrapper"
@@ -373,7 +379,7 @@ def check_dict_space(observation_space: spaces.Dict) -> None:
                     f"{subspace} (start={subspace.start}); shift the observations with a wrapper"
                 )
         except UnsupportedSpaceError as error:
-            raise UnsupportedSpaceError(f"key {key!r} of the Dict observation space: {error}") from None
+            raise type(error)(f"key {key!r} of the Dict observation space: {error}") from None
 
 
 def check_observation_space(observation_space: spaces.Space) -> None:
@@ -381,7 +387,7 @@ def check_observation_space(observation_space: spaces.Space) -> None:
     (whose start, for ``Discrete`` and ``MultiDiscrete``, :func:`check_spaces` checks)."""
     supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
     if not isinstance(observation_space, supported):
-        raise UnsupportedSpaceError(
+        raise UnsupportedSpaceTypeError(
             "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, and Dict "
             f"observations of them (with MultiInputPolicy); got {observation_space}"
         )
