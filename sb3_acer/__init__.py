@@ -18,6 +18,8 @@ if TYPE_CHECKING:
         MlpLnLstmPolicy,
         MlpLstmPolicy,
         MlpPolicy,
+        MultiInputLstmPolicy,
+        MultiInputPolicy,
         RecurrentACERPolicy,
     )
 
@@ -33,6 +35,8 @@ _MODULE_OF = {
     "MlpLnLstmPolicy": "sb3_acer.policies",
     "MlpLstmPolicy": "sb3_acer.policies",
     "MlpPolicy": "sb3_acer.policies",
+    "MultiInputLstmPolicy": "sb3_acer.policies",
+    "MultiInputPolicy": "sb3_acer.policies",
     "RecurrentACERPolicy": "sb3_acer.policies",
 }
 
@@ -44,6 +48,8 @@ __all__ = [
     "MlpLnLstmPolicy",
     "MlpLstmPolicy",
     "MlpPolicy",
+    "MultiInputLstmPolicy",
+    "MultiInputPolicy",
     "RecurrentACERPolicy",
     "UnsupportedSpaceError",
     "__version__",

@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
+from sb3_acer.observation_checks import check_observation
 from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
@@ -33,6 +34,8 @@ from sb3_acer.policies import (
     MlpLnLstmPolicy,
     MlpLstmPolicy,
     MlpPolicy,
+    MultiInputLstmPolicy,
+    MultiInputPolicy,
     RecurrentACERPolicy,
 )
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
@@ -46,8 +49,8 @@ from sb3_acer.validation import (
     UnsupportedSpaceError,
     check_actions,
     check_hyperparameters,
-    check_observation,
     check_policy,
+    check_policy_observations,
     check_policy_takes,
     supported_env,
 )
@@ -71,8 +74,10 @@ class ACER(SegmentAlgorithm):
     ``seed`` and ``device`` are keyword-only (SB2's next positional argument was ``full_tensorboard_log``).
 
     Args:
-        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, or the recurrent ``"MlpLstmPolicy"``,
-            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, whose LSTM state is carried
+        policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` for ``Dict``
+            observations, or the recurrent ``"MlpLstmPolicy"``,
+            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``,
+            whose LSTM state is carried
             across segments, stored with each segment and reset where an episode starts).
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
@@ -125,10 +130,12 @@ class ACER(SegmentAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
         "MlpLstmPolicy": MlpLstmPolicy,
         "MlpLnLstmPolicy": MlpLnLstmPolicy,
         "CnnLstmPolicy": CnnLstmPolicy,
         "CnnLnLstmPolicy": CnnLnLstmPolicy,
+        "MultiInputLstmPolicy": MultiInputLstmPolicy,
     }
 
     def __init__(
@@ -165,8 +172,12 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs)
+        policy_class = check_policy(
+            policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs
+        )
         env = supported_env(env, verbose, needed=_init_setup_model)
+        if env is not None:
+            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
         # Nothing global changes unless the model is built: thread count and generators are put back.
         with model_io.global_state_restored_on_error():
             if num_procs is not None:
@@ -418,7 +429,7 @@ class ACER(SegmentAlgorithm):
 
     def action_probability(
         self,
-        observation: np.ndarray,
+        observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | None = None,
         mask: np.ndarray | None = None,
         actions: np.ndarray | None = None,
@@ -427,7 +438,7 @@ class ACER(SegmentAlgorithm):
         """The policy's action probabilities (SB2's method).
 
         Args:
-            observation: one observation or a batch of ``n``.
+            observation: one observation or a batch of ``n`` (for ``Dict`` observations a dict of arrays).
             state: recurrent policies: the state ``(h, c)`` returned by ``predict`` (``None``: zeros);
                 unused by feed-forward policies.
             mask: recurrent policies: ``[n]`` episode-start flags (the state of those observations is

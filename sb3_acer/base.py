@@ -24,11 +24,12 @@ from stable_baselines3.common.utils import check_for_correct_spaces, configure_l
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.callbacks import make_callback
+from sb3_acer.observation_checks import check_env_step
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.replay import ReplayBuffer
 from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.segment import Segment
-from sb3_acer.validation import check_env_step, check_learn_arguments
+from sb3_acer.validation import check_learn_arguments
 
 __all__ = ["SegmentAlgorithm"]
 
@@ -195,7 +196,7 @@ class SegmentAlgorithm(BaseAlgorithm):
             env=self.env,
             policy=self.policy,
             n_steps=self.n_steps,
-            last_obs=self._last_obs,  # type: ignore[arg-type]
+            last_obs=self._last_obs,
             last_episode_starts=self._last_episode_starts,
             on_step=on_step,
             last_lstm_state=self._carried_lstm_state(),

@@ -8,6 +8,9 @@ time-limit end as a termination, as SB2 did).
 
 A recurrent policy carries its LSTM state from step to step and from one segment to the next (the state is
 reset where an episode starts, inside the policy); the segment records the state it started with.
+
+Dict observations (a dict of per-key arrays from the env) are recorded packed into one structured array
+(:mod:`sb3_acer.observations`); the policy and the callbacks see them as the env returned them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch as th
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_acer.observations import ObservationArrays, observation_layout, pack_observations
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.segment import Segment
 
@@ -36,7 +40,7 @@ __all__ = [
 class StepRecord(NamedTuple):
     """One vector-env step, handed to the algorithm's bookkeeping hook."""
 
-    new_obs: np.ndarray
+    new_obs: ObservationArrays
     actions: np.ndarray
     rewards: np.ndarray
     dones: np.ndarray
@@ -54,7 +58,7 @@ class RolloutResult(NamedTuple):
     """
 
     segment: Segment | None
-    last_obs: np.ndarray
+    last_obs: ObservationArrays
     last_episode_starts: np.ndarray
     last_lstm_state: LSTMState | None = None
 
@@ -79,7 +83,8 @@ class SegmentRecorder:
         n_envs: number of environments ``E``.
         n_actions: number of actions ``A``.
         obs_shape: shape of one observation.
-        obs_dtype: dtype of the observations.
+        obs_dtype: dtype of the observations (structured for Dict observations, see
+            :func:`~sb3_acer.observations.observation_layout`).
     """
 
     def __init__(
@@ -99,10 +104,10 @@ class SegmentRecorder:
         self.final_observations: list[np.ndarray] = []
 
     def record_action(
-        self, t: int, obs: np.ndarray, starts: np.ndarray, action: th.Tensor, probs: th.Tensor
+        self, t: int, obs: ObservationArrays, starts: np.ndarray, action: th.Tensor, probs: th.Tensor
     ) -> None:
         """Record the observation ``x_t``, its episode-start flags, the action taken and ``mu(.|x_t)``."""
-        self.observations[t] = obs
+        self.observations[t] = pack_observations(obs, self.obs_dtype)
         self.episode_starts[t] = starts
         self.actions[t] = action.cpu().numpy()
         self.mu_probs[t] = probs.cpu().numpy()
@@ -125,15 +130,17 @@ class SegmentRecorder:
             if handle_timeout_termination and timed_out:
                 self.truncated[t, env_idx] = True
                 self.final_index.append((t, int(env_idx)))
-                self.final_observations.append(np.asarray(info["terminal_observation"], dtype=self.obs_dtype))
+                self.final_observations.append(
+                    pack_observations(info["terminal_observation"], self.obs_dtype)
+                )
             else:
                 self.terminated[t, env_idx] = True
 
     def to_segment(
-        self, obs: np.ndarray, starts: np.ndarray, initial_state: tuple[np.ndarray, np.ndarray] | None
+        self, obs: ObservationArrays, starts: np.ndarray, initial_state: tuple[np.ndarray, np.ndarray] | None
     ) -> Segment:
         """The segment, with ``obs`` as the bootstrap observation ``x_T``."""
-        self.observations[self.n_steps] = obs
+        self.observations[self.n_steps] = pack_observations(obs, self.obs_dtype)
         self.episode_starts[self.n_steps] = starts
         final_observations = (
             np.stack(self.final_observations)
@@ -156,7 +163,7 @@ class SegmentRecorder:
 
 def behaviour_probs(
     policy: ACERPolicy | RecurrentACERPolicy,
-    obs: np.ndarray,
+    obs: ObservationArrays,
     starts: np.ndarray,
     lstm_state: LSTMState | None,
 ) -> tuple[th.Tensor, LSTMState | None]:
@@ -166,7 +173,7 @@ def behaviour_probs(
         if isinstance(policy, RecurrentACERPolicy):
             assert lstm_state is not None
             return policy.action_probs(
-                th.as_tensor(obs, device=policy.device),
+                obs_as_tensor(obs, policy.device),
                 lstm_state,
                 th.as_tensor(starts, dtype=th.bool, device=policy.device),
             )
@@ -178,7 +185,7 @@ def collect_segment(
     env: VecEnv,
     policy: ACERPolicy | RecurrentACERPolicy,
     n_steps: int,
-    last_obs: np.ndarray,
+    last_obs: ObservationArrays,
     last_episode_starts: np.ndarray,
     on_step: Callable[[StepRecord], bool],
     last_lstm_state: LSTMState | None = None,
@@ -190,7 +197,7 @@ def collect_segment(
         env: the vectorised environment.
         policy: acts by sampling from ``pi(.|x)``; its probabilities are stored as ``mu``.
         n_steps: segment length ``T``.
-        last_obs: current observation of each env.
+        last_obs: current observation of each env (a dict of arrays for Dict observations).
         last_episode_starts: whether each current observation starts an episode.
         on_step: called after every vector step; returning ``False`` stops the rollout.
         last_lstm_state: recurrent policies: the state ``(h, c)`` (each ``[1, E, n_lstm]``) after the
@@ -202,7 +209,12 @@ def collect_segment(
         The segment (or ``None`` if stopped) and where to continue from.
     """
     n_envs = env.num_envs
-    recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, last_obs.shape[1:], last_obs.dtype)
+    obs_shape, obs_dtype = (
+        observation_layout(policy.observation_space)
+        if isinstance(last_obs, dict)
+        else (last_obs.shape[1:], last_obs.dtype)
+    )
+    recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, obs_shape, obs_dtype)
     policy.set_training_mode(False)
     obs, starts = last_obs, last_episode_starts
     lstm_state: LSTMState | None = None
@@ -216,7 +228,7 @@ def collect_segment(
             action = sample_actions(probs)
         recorder.record_action(t, obs, starts, action, probs)
         step_obs, step_rewards, dones, infos = env.step(recorder.actions[t])
-        new_obs = np.asarray(step_obs)
+        new_obs = step_obs if isinstance(step_obs, dict) else np.asarray(step_obs)
         recorder.record_outcome(t, step_rewards, dones, infos, handle_timeout_termination)
         if not on_step(StepRecord(new_obs, recorder.actions[t], step_rewards, dones, infos)):
             return RolloutResult(

@@ -15,7 +15,9 @@ class Segment:
 
     Attributes:
         observations: ``[T + 1, E, *obs_shape]`` observations ``x_0 .. x_T`` as the env returned them
-            (``x_T`` is the bootstrap observation), in the observation space's dtype.
+            (``x_T`` is the bootstrap observation), in the observation space's dtype; for a ``Dict``
+            observation space ``[T + 1, E]`` of a structured dtype, one field per key
+            (:mod:`sb3_acer.observations`).
         actions: ``[T, E]`` int64 actions ``a_t``.
         rewards: ``[T, E]`` float32 rewards ``r_t``.
         mu_probs: ``[T, E, A]`` float32 behaviour probabilities ``mu(.|x_t)``.

@@ -31,6 +31,7 @@ import torch as th
 from stable_baselines3.common.utils import obs_as_tensor
 
 from sb3_acer import functional as F
+from sb3_acer.observations import first_rows, map_observations, unpack_observations
 from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy
 from sb3_acer.segment import Segment
 
@@ -195,7 +196,7 @@ def recurrent_outputs(
         raise ValueError("a recurrent policy needs segments that carry their initial_state")
     device = policy.device
     n_steps, n_envs = segment.n_steps, segment.n_envs
-    obs = th.as_tensor(segment.observations, device=device)
+    obs = obs_as_tensor(unpack_observations(segment.observations), device)
     starts = th.as_tensor(segment.episode_starts, device=device)
     state = (
         th.as_tensor(segment.initial_state[0], device=device).unsqueeze(0),
@@ -210,14 +211,17 @@ def recurrent_outputs(
     if n_final:
         assert output.kept_state is not None
         final = policy.forward_sequence(
-            th.as_tensor(segment.final_observations, device=device).unsqueeze(0),
+            map_observations(
+                lambda x: x.unsqueeze(0),
+                obs_as_tensor(unpack_observations(segment.final_observations), device),
+            ),
             th.zeros((1, n_final), dtype=th.bool, device=device),
             output.kept_state,
         )
         logits = th.cat([logits, final.logits[0]])
         q_values = th.cat([q_values, final.q_values[0]])
     with th.no_grad():
-        avg_logits = avg_policy.forward_sequence(obs[:n_steps], starts[:n_steps], state).logits
+        avg_logits = avg_policy.forward_sequence(first_rows(obs, n_steps), starts[:n_steps], state).logits
     return RawOutputs(logits, q_values, avg_logits.reshape(n_steps * n_envs, -1))
 
 
@@ -228,10 +232,10 @@ def feed_forward_outputs(policy: ACERPolicy, avg_policy: ACERPolicy, segment: Se
     obs = segment.observations.reshape(((n_steps + 1) * n_envs, *segment.observations.shape[2:]))
     if len(segment.final_observations):
         obs = np.concatenate([obs, segment.final_observations], axis=0)
-    obs_tensor = obs_as_tensor(obs, policy.device)
+    obs_tensor = obs_as_tensor(unpack_observations(obs), policy.device)
     output = policy.logits_and_q_values(obs_tensor)
     with th.no_grad():
-        avg_logits = avg_policy.policy_logits(obs_tensor[: n_steps * n_envs])  # type: ignore[index]
+        avg_logits = avg_policy.policy_logits(first_rows(obs_tensor, n_steps * n_envs))
     return RawOutputs(output.logits, output.q_values, avg_logits)
 
 

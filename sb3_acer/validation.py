@@ -1,27 +1,16 @@
 """Checks of what enters the model from outside: hyperparameters, spaces, policy and optimizer settings,
-``learn``'s arguments, loaded tensors, observations given to ``predict`` and what an env returns.
+``learn``'s arguments, loaded tensors and actions.
 
 Each check raises ``ValueError`` (:class:`UnsupportedSpaceError` for spaces) with a message that names the
-problem (and, for env data, the env index and the step) before the data reaches a network, the replay
-memory or the weights.
-
-What ``predict`` / ``action_probability`` accept, by observation space:
-
-- every space: an array (or nested list / scalar) of numbers of shape ``space.shape`` or ``(n, *shape)``;
-  strings, objects, complex numbers, dicts and tuples are refused;
-- ``Box`` with a float dtype: finite values (NaN and +-inf are refused); values outside ``[low, high]`` are
-  accepted, because ``VecNormalize`` and many envs produce them while keeping the declared bounds;
-- ``Box`` with an integer dtype (images): values within ``[low, high]``;
-- ``Discrete(n)``: integers in ``[0, n)`` (a float such as ``2.0`` is refused: SB3 would truncate ``2.7``);
-- ``MultiDiscrete(nvec)``: integers in ``[0, nvec)`` element-wise;
-- ``MultiBinary``: values in ``{0, 1}`` (any numeric dtype).
+problem before it reaches a network, the replay memory or the weights. Observations (given to ``predict``,
+returned by an env) are checked by :mod:`sb3_acer.observation_checks`.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,8 +18,8 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.preprocessing import is_image_space, maybe_transpose
-from stable_baselines3.common.torch_layers import NatureCNN
+from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv
 
 from sb3_acer.schedules import LR_SCHEDULES
@@ -39,19 +28,22 @@ __all__ = [
     "MAX_NUM_PROCS",
     "OPTIMIZER_KEYS",
     "UnsupportedSpaceError",
+    "UnsupportedSpaceTypeError",
     "as_tensor",
     "check_actions",
-    "check_env_step",
+    "check_dict_space",
     "check_finite",
     "check_hyperparameters",
     "check_learn_arguments",
-    "check_observation",
+    "check_observation_space",
     "check_optimizer_kwargs",
     "check_policy",
     "check_policy_kwargs",
+    "check_policy_observations",
     "check_policy_takes",
     "check_seed",
     "check_spaces",
+    "features_extractor_of",
     "keyword_check",
     "supported_env",
 ]
@@ -66,127 +58,9 @@ class UnsupportedSpaceError(ValueError):
     """An action or observation space that ACER cannot handle."""
 
 
-_NUMERIC_KINDS = "biuf"
-
-
-def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.argwhere(mask)[0])
-
-
-def check_observation(observation: Any, space: spaces.Space) -> np.ndarray:
-    """Check one observation or a batch for ``predict`` and return it as an array (images channel-first).
-
-    Raises:
-        ValueError: if the observation's type, shape, dtype or values do not fit ``space``.
-    """
-    if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
-        raise ValueError(
-            "observation is a tuple (observation, info), as Gymnasium's env.reset() returns it: pass only "
-            "the observation (obs, info = env.reset()); a VecEnv's reset() returns the observations alone "
-            "(SB3's words: you are probably mixing Gym API with SB3 VecEnv API)"
-        )
-    if isinstance(observation, dict | tuple):
-        raise ValueError(f"observation must be an array for {space}, got {type(observation).__name__}")
-    try:
-        array = np.asarray(observation)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"observation cannot be read as an array of numbers for {space}: {error}") from error
-    if array.dtype.kind not in _NUMERIC_KINDS:
-        raise ValueError(
-            f"observation must hold numbers (bool, int or float) for {space}, got dtype {array.dtype}"
-        )
-    if is_image_space(space):
-        # The model sees images channel-first (VecTransposeImage); accept them as the env returns them.
-        array = maybe_transpose(array, space)
-    shape = space.shape or ()
-    if array.shape != shape and array.shape[1:] != shape:
-        raise ValueError(
-            f"observation shape {array.shape} matches neither the observation space {shape} "
-            f"nor a batch of it (n, *{shape})"
-        )
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        index = _first_bad(~np.isfinite(np.atleast_1d(array)))
-        raise ValueError(
-            f"observation holds a non-finite value at index {index}: {np.atleast_1d(array)[index]}"
-        )
-    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
-        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
-        outside = (array < 0) | (array >= upper)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation {np.atleast_1d(array)[index]} at index {index} is outside {space} "
-                f"(valid: 0 .. n-1)"
-            )
-    elif isinstance(space, spaces.MultiBinary):
-        outside = (array != 0) & (array != 1)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(f"MultiBinary observations must be 0 or 1, got {np.atleast_1d(array)[index]}")
-    elif isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
-        outside = (array < space.low) | (array > space.high)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation value {np.atleast_1d(array)[index]} at index {index} is outside the bounds "
-                f"of {space}"
-            )
-    return array
-
-
-def _non_finite_envs(values: np.ndarray, n_envs: int) -> np.ndarray:
-    values = np.asarray(values)
-    if values.dtype.kind != "f" and values.dtype.kind != "c":
-        if values.dtype.kind in _NUMERIC_KINDS:
-            return np.zeros(0, dtype=np.int64)
-        raise ValueError(f"expected numbers, got dtype {values.dtype}")
-    finite = np.isfinite(values.reshape(n_envs, -1)).all(axis=1)
-    return np.flatnonzero(~finite)
-
-
-def check_env_step(
-    *,
-    observations: np.ndarray,
-    rewards: np.ndarray | None = None,
-    infos: Sequence[dict[str, Any]] = (),
-    num_timesteps: int,
-    what: str = "step",
-) -> None:
-    """Raise ``ValueError`` if the env returned a non-finite observation, reward or terminal observation.
-
-    Args:
-        observations: ``[E, ...]`` observations of the vector env.
-        rewards: ``[E]`` rewards (``None`` after a reset).
-        infos: the step's info dicts (their ``terminal_observation`` is checked too).
-        num_timesteps: the model's step counter before this step, named in the message.
-        what: ``"step"`` or ``"reset"``, named in the message.
-    """
-    observations = np.asarray(observations)
-    n_envs = observations.shape[0]
-    where = f"at num_timesteps={num_timesteps} ({what})"
-    hint = "check the env, or wrap it in SB3's VecCheckNan to find where the value comes from"
-    if rewards is not None:
-        bad = _non_finite_envs(np.asarray(rewards, dtype=np.float64), n_envs)
-        if len(bad):
-            env = int(bad[0])
-            raise ValueError(
-                f"env {env} returned a non-finite reward {np.asarray(rewards)[env]} {where}; {hint}"
-            )
-    bad = _non_finite_envs(observations, n_envs)
-    if len(bad):
-        env = int(bad[0])
-        raise ValueError(
-            f"env {env} returned a non-finite observation {where}: {observations[env].tolist()}; {hint}"
-        )
-    for env, info in enumerate(infos):
-        terminal = info.get("terminal_observation") if isinstance(info, dict) else None
-        if terminal is not None and len(_non_finite_envs(np.asarray(terminal)[None], 1)):
-            raise ValueError(
-                f"env {env} returned a non-finite terminal observation {where}: "
-                f"{np.asarray(terminal).tolist()}; {hint}"
-            )
+class UnsupportedSpaceTypeError(UnsupportedSpaceError, NotImplementedError):
+    """An observation space of a kind ACER takes in no form (``Tuple``, a ``Dict`` nested in a ``Dict``,
+    ...): an :class:`UnsupportedSpaceError` that is also the ``NotImplementedError`` SB3 raises for it."""
 
 
 # ---------------------------------------------------------------------- hyperparameters
@@ -468,11 +342,54 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"ACER supports only Discrete action spaces, got {action_space} "
             f"({type(action_space).__name__} actions are not supported)"
         )
+    if isinstance(observation_space, spaces.Dict):
+        check_dict_space(observation_space)
+    else:
+        check_observation_space(observation_space)
+    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
+    # with another start would silently get wrong actions or fail deep inside the network.
+    for kind, space in (("action", action_space), ("observation", observation_space)):
+        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
+            raise UnsupportedSpaceError(
+                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
+                f"(start={space.start}); shift the {kind}s with a wrapper"
+            )
+
+
+def check_dict_space(observation_space: spaces.Dict) -> None:
+    """Raise :class:`UnsupportedSpaceError` unless every key of the ``Dict`` observation space is a string
+    and its subspace one ACER takes on its own (SB3's ``CombinedExtractor`` takes nothing nested)."""
+    for key, subspace in observation_space.spaces.items():
+        if not isinstance(key, str):
+            raise UnsupportedSpaceError(
+                f"ACER needs the keys of a Dict observation space to be strings, got {key!r} in "
+                f"{observation_space}"
+            )
+        if isinstance(subspace, spaces.Dict | spaces.Tuple):
+            raise UnsupportedSpaceTypeError(
+                f"ACER does not support nested observation spaces: key {key!r} of the Dict observation "
+                f"space is a {type(subspace).__name__} ({subspace}); flatten it into keys of the outer Dict "
+                "with a wrapper"
+            )
+        try:
+            check_observation_space(subspace)
+            if isinstance(subspace, spaces.Discrete | spaces.MultiDiscrete) and np.any(subspace.start != 0):
+                raise UnsupportedSpaceError(
+                    f"ACER needs {type(subspace).__name__} observation spaces that start at 0, got "
+                    f"{subspace} (start={subspace.start}); shift the observations with a wrapper"
+                )
+        except UnsupportedSpaceError as error:
+            raise type(error)(f"key {key!r} of the Dict observation space: {error}") from None
+
+
+def check_observation_space(observation_space: spaces.Space) -> None:
+    """Raise :class:`UnsupportedSpaceError` unless ACER takes observations of this (non-``Dict``) space
+    (whose start, for ``Discrete`` and ``MultiDiscrete``, :func:`check_spaces` checks)."""
     supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
     if not isinstance(observation_space, supported):
-        raise UnsupportedSpaceError(
-            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, "
-            f"got {observation_space}"
+        raise UnsupportedSpaceTypeError(
+            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, and Dict "
+            f"observations of them (with MultiInputPolicy); got {observation_space}"
         )
     # SB3's preprocessing flattens a Box of at least one axis and a one-dimensional MultiDiscrete; these
     # others would fail deep inside learn() or with a NumPy message.
@@ -487,14 +404,35 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"ACER supports MultiDiscrete observations of one dimension, got nvec of shape {nvec_shape}: "
             f"{observation_space}; flatten them with a wrapper"
         )
-    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
-    # with another start would silently get wrong actions or fail deep inside the network.
-    for kind, space in (("action", action_space), ("observation", observation_space)):
-        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
-            raise UnsupportedSpaceError(
-                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
-                f"(start={space.start}); shift the {kind}s with a wrapper"
-            )
+
+
+def features_extractor_of(policy_class: type, policy_kwargs: dict[str, Any] | None) -> Any:
+    """The features extractor class a policy builds, as its signature and ``policy_kwargs`` say (``None``
+    if neither names one)."""
+    extractor = (policy_kwargs or {}).get("features_extractor_class")
+    for klass in policy_class.__mro__ if extractor is None else ():
+        init = klass.__dict__.get("__init__")
+        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
+        if parameter is not None:  # the default of the nearest class that names it
+            return parameter.default
+    return extractor
+
+
+def check_policy_observations(
+    policy_class: type, policy_kwargs: dict[str, Any] | None, observation_space: spaces.Space
+) -> None:
+    """Raise :class:`UnsupportedSpaceError` if the observations are a ``Dict`` and the policy's features
+    extractor takes one array (SB3's ``FlattenExtractor`` or ``NatureCNN``: the Mlp and Cnn policies), as
+    SB3's algorithms do: a Dict needs ``MultiInputPolicy`` (or an extractor of dicts)."""
+    if not isinstance(observation_space, spaces.Dict):
+        return
+    extractor = features_extractor_of(policy_class, policy_kwargs)
+    if isinstance(extractor, type) and issubclass(extractor, FlattenExtractor | NatureCNN):
+        name = getattr(policy_class, "__name__", "the policy")
+        raise UnsupportedSpaceError(
+            f"You must use `MultiInputPolicy` when working with a Dict observation space, not {name} "
+            f"(its {extractor.__name__} takes one array); got {observation_space}"
+        )
 
 
 def check_policy_takes(
@@ -504,13 +442,7 @@ def check_policy_takes(
     their signatures and ``policy_kwargs`` say) does not get images it can take. Called before building
     ACER's own Cnn policies, and for any other policy only once it failed to build, so that a subclass
     that builds is never second-guessed."""
-    extractor = policy_kwargs.get("features_extractor_class")
-    for klass in policy_class.__mro__ if extractor is None else ():
-        init = klass.__dict__.get("__init__")
-        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
-        if parameter is not None:  # the default of the nearest class that names it
-            extractor = parameter.default
-            break
+    extractor = features_extractor_of(policy_class, policy_kwargs)
     if not (isinstance(extractor, type) and issubclass(extractor, NatureCNN)):
         return
     scaled = not policy_kwargs.get("normalize_images", True)

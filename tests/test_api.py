@@ -98,8 +98,9 @@ def test_discrete_spaces_with_non_zero_start_are_refused() -> None:
 
 @pytest.mark.parametrize("policy", ["MlpPolicy", MlpPolicy])
 def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> None:
+    # Dict observations need MultiInputPolicy (tests/test_dict_observations.py), as in SB3.
     env = ObservationSpaceEnv(spaces.Dict({"a": spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)}))
-    with pytest.raises(UnsupportedSpaceError, match="observations, got Dict"):
+    with pytest.raises(UnsupportedSpaceError, match=r"You must use `MultiInputPolicy`.*not MlpPolicy"):
         ACER(policy, env)
 
 

@@ -20,7 +20,8 @@ from torch import nn
 from sb3_acer import ACER
 
 POLICY_NAMES = (
-    "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy']"
+    "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "
+    "'MultiInputLstmPolicy', 'MultiInputPolicy']"
 )
 LR_SCHEDULES = "['constant', 'double_linear_con', 'double_middle_drop', 'linear', 'middle_drop']"
 MLP_KWARGS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecTransposeImage
 from stable_baselines3.common.vec_env.vec_check_nan import VecCheckNan
 from stable_baselines3.common.vec_env.vec_monitor import VecMonitor
@@ -22,11 +23,13 @@ def frame_stack_size(env: VecEnv | None) -> int | None:
     of its frames' channels: the first if they are channel-first, the last otherwise, which a
     ``VecTransposeImage`` above it moves to the first (SB3's Atari pipeline); channel-last frames with no
     transpose above (a small RGB image SB3 takes for channel-first, a ``uint8`` Box that is no image) are
-    stacked along the last axis: ``None``.
+    stacked along the last axis: ``None``. Stacked ``Dict`` observations: ``None``.
     """
     transposed = False
     while env is not None:
         if isinstance(env, VecFrameStack):
+            if isinstance(env.observation_space, spaces.Dict):
+                return None  # each key stacked on its own: the replay memory keeps whole Dict observations
             along_first = bool(env.stacked_obs.channels_first) != transposed
             return int(env.stacked_obs.n_stack) if along_first else None
         if isinstance(env, TRANSPARENT_WRAPPERS):

@@ -2,15 +2,17 @@
 
 - :mod:`sb3_acer.policies.base`: what all of them share (the ``net_arch`` parser, the heads and their
   initialisation, :func:`q_only_parameters`);
-- :mod:`sb3_acer.policies.feed_forward`: :class:`ACERPolicy`, ``MlpPolicy`` and ``CnnPolicy``;
+- :mod:`sb3_acer.policies.feed_forward`: :class:`ACERPolicy`, ``MlpPolicy``, ``CnnPolicy`` and
+  ``MultiInputPolicy`` (``Dict`` observations);
 - :mod:`sb3_acer.policies.recurrent`: :class:`RecurrentACERPolicy` and the LSTM policies
-  (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``).
+  (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``,
+  ``MultiInputLstmPolicy``).
 
 Model files name the policy classes by their path in this package (``sb3_acer.policies:MlpPolicy``).
 """
 
 from sb3_acer.policies.base import BaseACERPolicy, PolicyOutput, parse_net_arch, q_only_parameters
-from sb3_acer.policies.feed_forward import ACERPolicy, CnnPolicy, MlpPolicy
+from sb3_acer.policies.feed_forward import ACERPolicy, CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_acer.policies.recurrent import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
@@ -18,6 +20,7 @@ from sb3_acer.policies.recurrent import (
     LSTMState,
     MlpLnLstmPolicy,
     MlpLstmPolicy,
+    MultiInputLstmPolicy,
     RecurrentACERPolicy,
     RecurrentOutput,
     parse_recurrent_net_arch,
@@ -34,6 +37,8 @@ __all__ = [
     "MlpLnLstmPolicy",
     "MlpLstmPolicy",
     "MlpPolicy",
+    "MultiInputLstmPolicy",
+    "MultiInputPolicy",
     "PolicyOutput",
     "RecurrentACERPolicy",
     "RecurrentOutput",

@@ -2,8 +2,9 @@
 
 ``MlpPolicy`` follows SB2's default: two separate tanh towers of 64-64 units (one for the policy, one for
 ``Q``) over flattened observations. ``CnnPolicy`` puts both heads directly on the Nature-CNN features
-(512 units), as SB2 does. Weights use orthogonal initialisation (gain ``sqrt(2)`` for hidden layers,
-0.01 for both heads).
+(512 units), as SB2 does. ``MultiInputPolicy`` takes ``Dict`` observations through SB3's
+``CombinedExtractor``, with ``MlpPolicy``'s towers, as SB3's ``MultiInputPolicy`` of A2C and PPO. Weights
+use orthogonal initialisation (gain ``sqrt(2)`` for hidden layers, 0.01 for both heads).
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+)
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
@@ -26,14 +32,15 @@ from sb3_acer.policies.base import (
     select_actions,
 )
 
-__all__ = ["ACERPolicy", "CnnPolicy", "MlpPolicy"]
+__all__ = ["ACERPolicy", "CnnPolicy", "MlpPolicy", "MultiInputPolicy"]
 
 
 class ACERPolicy(BaseACERPolicy):
     """Feed-forward ACER policy: ``pi(.|x) = softmax(logits(x))`` and ``Q(x, .)``.
 
     Args:
-        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``).
+        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``;
+            a ``Dict`` of them with a features extractor of dicts, such as ``CombinedExtractor``).
         action_space: a ``Discrete`` action space.
         net_arch: hidden layers after the feature extractor, SB2 style: a list of ints gives layers shared
             by both heads, ``dict(pi=[...], qf=[...])`` separate towers (``vf`` is accepted for ``qf``, as
@@ -128,3 +135,12 @@ class CnnPolicy(ACERPolicy):
     __init__ = init_with_defaults(
         ACERPolicy.__init__, activation_fn=nn.ReLU, features_extractor_class=NatureCNN
     )
+
+
+class MultiInputPolicy(ACERPolicy):
+    """ACER policy over ``Dict`` observations: SB3's ``CombinedExtractor`` (a Nature-CNN for each image
+    key, ``cnn_output_dim=256`` features each, the other keys flattened, all concatenated), then two 64-64
+    tanh towers, as SB3's ``MultiInputPolicy`` (image keys are divided by 255 unless
+    ``normalize_images=False``)."""
+
+    __init__ = init_with_defaults(ACERPolicy.__init__, features_extractor_class=CombinedExtractor)

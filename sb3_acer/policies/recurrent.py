@@ -2,7 +2,8 @@
 
 ``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy`` and ``CnnLnLstmPolicy`` put one LSTM
 (``n_lstm = 256`` units; layer-normalised for the ``Ln`` variants) between the features and the heads, as
-SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0. They differ from SB2 in how the memory is
+SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0; ``MultiInputLstmPolicy`` is ``MlpLstmPolicy``
+over ``Dict`` observations (SB3's ``CombinedExtractor``). They differ from SB2 in how the memory is
 used: the state is carried across segments, reset only where an episode starts, and stored with every
 segment so that the update starts from it (see :class:`RecurrentACERPolicy`).
 """
@@ -15,10 +16,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+)
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
+from sb3_acer.observations import leading_shape, map_observations, shapes_of
 from sb3_acer.policies.base import (
     BaseACERPolicy,
     PolicyOutput,
@@ -36,6 +43,7 @@ __all__ = [
     "LayerNormLSTM",
     "MlpLnLstmPolicy",
     "MlpLstmPolicy",
+    "MultiInputLstmPolicy",
     "RecurrentACERPolicy",
     "RecurrentOutput",
     "parse_recurrent_net_arch",
@@ -140,7 +148,8 @@ class RecurrentACERPolicy(BaseACERPolicy):
     (SB2's recurrent heads are not scaled down like the feed-forward ones).
 
     Args:
-        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``).
+        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``;
+            a ``Dict`` of them with a features extractor of dicts, such as ``CombinedExtractor``).
         action_space: a ``Discrete`` action space.
         n_lstm: number of LSTM units.
         layer_norm: use the layer-normalised LSTM (SB2's ``Ln`` policies).
@@ -224,7 +233,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
 
     def forward_sequence(
         self,
-        obs: th.Tensor,
+        obs: PyTorchObs,
         episode_starts: th.Tensor,
         state: LSTMState,
         keep_states_at: np.ndarray | None = None,
@@ -232,7 +241,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
         """Run ``T`` steps of ``B`` sequences from ``state``, resetting it where an episode starts.
 
         Args:
-            obs: ``[T, B, *obs_shape]`` (unprocessed) observations.
+            obs: ``[T, B, *obs_shape]`` (unprocessed) observations (a dict of them for Dict observations).
             episode_starts: ``[T, B]`` bool (or 0/1): ``obs[t, b]`` is the first observation of an
                 episode; the state is multiplied by ``1 - episode_starts[t]`` before step ``t``.
             state: ``(h, c)`` before step 0, each ``[1, B, n_lstm]``.
@@ -246,15 +255,15 @@ class RecurrentACERPolicy(BaseACERPolicy):
         if episode_starts.dim() != 2 or episode_starts.shape[0] == 0:
             raise ValueError(f"episode_starts must be [T, B] with T >= 1, got {tuple(episode_starts.shape)}")
         n_steps, n_seq = episode_starts.shape
-        if tuple(obs.shape[:2]) != (n_steps, n_seq):
-            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {tuple(obs.shape)}")
+        if leading_shape(obs, 2) != (n_steps, n_seq):
+            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {shapes_of(obs)}")
         for part in state:
             if tuple(part.shape) != (1, n_seq, self.n_lstm):
                 raise ValueError(
                     f"state must be (h, c) each of shape (1, {n_seq}, {self.n_lstm}), got {tuple(part.shape)}"
                 )
         features = self.extract_features(
-            obs.reshape(n_steps * n_seq, *obs.shape[2:]), self.features_extractor
+            map_observations(lambda x: x.reshape(n_steps * n_seq, *x.shape[2:]), obs), self.features_extractor
         )
         latent = self.pre_lstm(features).view(n_steps, n_seq, -1)
         lstm_out, final_state, kept_state = self._unroll(latent, episode_starts.bool(), state, keep_states_at)
@@ -315,19 +324,21 @@ class RecurrentACERPolicy(BaseACERPolicy):
                 kept_state = (empty, empty.clone())
         return lstm_out, (h, c), kept_state
 
-    def forward(self, obs: th.Tensor, episode_starts: th.Tensor, state: LSTMState) -> RecurrentOutput:
+    def forward(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> RecurrentOutput:
         """Same as :meth:`forward_sequence` (``[T, B, ...]`` inputs)."""
         return self.forward_sequence(obs, episode_starts, state)
 
     def step(
-        self, obs: th.Tensor, state: LSTMState, episode_starts: th.Tensor
+        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor
     ) -> tuple[PolicyOutput, LSTMState]:
         """One step of ``B`` sequences: ``obs [B, ...]``, ``episode_starts [B]`` -> ``[B, A]`` outputs."""
-        output = self.forward_sequence(obs.unsqueeze(0), episode_starts.reshape(1, -1), state)
+        output = self.forward_sequence(
+            map_observations(lambda x: x.unsqueeze(0), obs), episode_starts.reshape(1, -1), state
+        )
         return PolicyOutput(logits=output.logits[0], q_values=output.q_values[0]), output.state
 
     def action_probs(
-        self, obs: th.Tensor, state: LSTMState, episode_starts: th.Tensor
+        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor
     ) -> tuple[th.Tensor, LSTMState]:
         """``[B, A]`` action probabilities ``pi(.|x, state)`` and the next state."""
         output, next_state = self.step(obs, state, episode_starts)
@@ -335,8 +346,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         # BasePolicy's stateless interface: every observation starts an episode (use predict for memory).
-        assert isinstance(observation, th.Tensor)
-        n = observation.shape[0]
+        (n,) = leading_shape(observation)
         output, _ = self.step(
             observation, self.initial_state(n), th.ones(n, dtype=th.bool, device=self.device)
         )
@@ -347,7 +357,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
         observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | None,
         episode_start: np.ndarray | None,
-    ) -> tuple[th.Tensor, bool, LSTMState, th.Tensor]:
+    ) -> tuple[PyTorchObs, bool, LSTMState, th.Tensor]:
         """Observation, state and episode starts as tensors for :meth:`step`.
 
         Args:
@@ -363,8 +373,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
             ValueError: for a state or episode starts that do not fit ``n`` observations.
         """
         obs_tensor, vectorized = self.obs_to_tensor(observation)
-        assert isinstance(obs_tensor, th.Tensor)
-        n = int(obs_tensor.shape[0])
+        (n,) = leading_shape(obs_tensor)
         if state is None:
             lstm_state = self.initial_state(n)
         else:
@@ -450,3 +459,10 @@ class CnnLnLstmPolicy(CnnLstmPolicy):
         activation_fn=nn.ReLU,
         features_extractor_class=NatureCNN,
     )
+
+
+class MultiInputLstmPolicy(RecurrentACERPolicy):
+    """``Dict`` observations: SB3's ``CombinedExtractor`` -> 64 -> 64 (tanh) -> LSTM(256) -> ``pi`` and
+    ``Q`` heads (as sb3-contrib's ``MultiInputLstmPolicy`` of RecurrentPPO)."""
+
+    __init__ = init_with_defaults(RecurrentACERPolicy.__init__, features_extractor_class=CombinedExtractor)

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from sb3_acer.observations import all_finite
 from sb3_acer.segment import Segment
 from sb3_acer.serialization.rng_state import generator_from_state, generator_state
 
@@ -98,11 +99,6 @@ def checked_array(name: str, value: Any, shape: tuple[int, ...], dtype: np.dtype
     if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype != dtype:
         raise ValueError(f"{name} is {described(value)}, expected {dtype}{list(shape)}")
     return np.array(value, copy=True) if copy or not value.flags.writeable else value
-
-
-def _all_finite(observations: np.ndarray) -> bool:
-    """Whether ``observations`` hold no NaN or inf (integer observations always do)."""
-    return not np.issubdtype(observations.dtype, np.inexact) or bool(np.isfinite(observations).all())
 
 
 def _is_count(value: Any) -> bool:
@@ -493,10 +489,10 @@ class SlotReplay:
                 raise ValueError(
                     f"final[{slot}] indexes outside the segment [T={self.n_steps}, E={self.n_envs}]"
                 )
-            if not _all_finite(observations):
+            if not all_finite(observations):
                 raise ValueError(f"final[{slot}] observations hold NaN or inf")
         for name, observations in self._stored_observations(checked):
-            if not _all_finite(observations):
+            if not all_finite(observations):
                 raise ValueError(f"{name} hold NaN or inf")
 
     def _stored_observations(self, checked: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from sb3_acer.observations import observation_layout
 from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
 from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
 
@@ -33,7 +34,8 @@ def make_replay_buffer(
     state_size: int = 0,
 ) -> ReplayBuffer:
     """The replay memory for ``env``: frames stored once for a channel-first ``uint8`` frame stack (Atari),
-    whole observations otherwise.
+    whole observations otherwise (Dict observations packed, one field per key: see
+    :mod:`sb3_acer.observations`).
 
     Args:
         n_stack: number of frames the environment stacks along the first observation axis
@@ -46,7 +48,7 @@ def make_replay_buffer(
         seed: seed of the sampling generators.
         state_size: size of a recurrent policy's LSTM state (0: feed-forward).
     """
-    shape = observation_space.shape or ()
+    shape, obs_dtype = observation_layout(observation_space)
     if (
         n_stack is not None
         and n_stack > 1
@@ -71,7 +73,7 @@ def make_replay_buffer(
         n_steps=n_steps,
         n_envs=n_envs,
         obs_shape=shape,
-        obs_dtype=observation_space.dtype if observation_space.dtype is not None else np.dtype(np.float32),
+        obs_dtype=obs_dtype,
         n_actions=n_actions,
         seed=seed,
         state_size=state_size,

@@ -62,6 +62,12 @@ class FrameStackReplayBuffer(SlotReplay):
             buffer_size, state_size, n_steps=n_steps, n_envs=n_envs, n_actions=n_actions, n_stack=n_stack
         )
         obs_shape = tuple(obs_shape)
+        fields = np.dtype(obs_dtype).names
+        if fields is not None:
+            raise ValueError(
+                "FrameStackReplayBuffer stores single image frames of a frame-stacked Box observation; it "
+                f"cannot store Dict observations (keys {list(fields)}): use SegmentReplayBuffer"
+            )
         if len(obs_shape) != 3 or obs_shape[0] % n_stack:
             raise ValueError(f"obs_shape must be (n_stack * c, H, W) with n_stack={n_stack}, got {obs_shape}")
         self._init_slots(buffer_size, n_steps, n_envs, obs_shape, obs_dtype, n_actions, state_size)

@@ -100,8 +100,11 @@ def space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.MultiBinary):
         n = space.n
         return {"type": "MultiBinary", "n": n if isinstance(n, int) else list(n)}
+    if isinstance(space, spaces.Dict):
+        # A list of [key, subspace] pairs keeps the key order (the order of the stored fields).
+        return {"type": "Dict", "spaces": [[key, space_to_json(sub)] for key, sub in space.spaces.items()]}
     raise ValueError(
-        f"cannot describe space {space} as data; supported: Box, Discrete, MultiDiscrete, MultiBinary"
+        f"cannot describe space {space} as data; supported: Box, Discrete, MultiDiscrete, MultiBinary, Dict"
     )
 
 
@@ -127,6 +130,8 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space:
         return spaces.MultiDiscrete(nvec, dtype=data.get("dtype", "int64"), start=start)
     if kind == "MultiBinary":
         return spaces.MultiBinary(data["n"])
+    if kind == "Dict":
+        return spaces.Dict([(str(key), space_from_json(sub)) for key, sub in data["spaces"]])
     raise ModelFileError(f"unknown space type {kind!r} in model file")
 
 

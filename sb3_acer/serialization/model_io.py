@@ -29,6 +29,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
+from sb3_acer.observations import observation_layout
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
@@ -307,8 +308,8 @@ def install_replay_buffer(model: ACER, buffer: Any) -> None:
         buffer,
         n_steps=model.n_steps,
         n_envs=model.n_envs,
-        obs_shape=tuple(model.observation_space.shape or ()),
-        obs_dtype=np.dtype(model.observation_space.dtype or np.float32),
+        obs_shape=observation_layout(model.observation_space)[0],
+        obs_dtype=observation_layout(model.observation_space)[1],
         n_actions=int(model.action_space.n),  # type: ignore[attr-defined]
         capacity=model.buffer_size // model.n_steps,
     )

@@ -12,7 +12,9 @@ own, so that one file (written atomically) is a whole checkpoint.
 The ``state`` object of ``replay_buffer.json`` is the buffer's
 :meth:`~sb3_acer.replay.base.SlotReplay.state_dict`, each entry written as JSON where it is a number or
 ``None``, and otherwise as a one-key object: ``{"__array__": name}`` (the array ``<name>.npy``),
-``{"__tuple__": [...]}``, ``{"__dtype__": "<f4"}``, ``{"__generator__": state}`` (a NumPy generator's
+``{"__tuple__": [...]}``, ``{"__dtype__": "<f4"}`` (for Dict observations, whose arrays are structured,
+one ``[key, dtype, shape]`` per field: ``{"__dtype__": [["img", "|u1", [1, 64, 64]], ["vec", "<f4", [5]]]}``,
+see :mod:`sb3_acer.observations`), ``{"__generator__": state}`` (a NumPy generator's
 state, in ``rngs``), ``{"__items__": [[key, value], ...]}`` (a dict with tuple keys: ``heads``) and
 ``{"__ragged__": {"lengths": ..., "columns": [...]}}`` (``final``: one list of arrays per pair position,
 concatenated, with each slot's lengths). Reading rebuilds the buffer with
@@ -35,6 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from sb3_acer.observations import dtype_from_json, dtype_to_json
 from sb3_acer.replay import BUFFER_CLASSES, ReplayBuffer
 from sb3_acer.serialization.model_file import ModelFileError, PathOrFile, write_atomically
 from sb3_acer.serialization.rng_state import jsonable
@@ -107,7 +110,7 @@ class _StateWriter:
         if isinstance(value, tuple):
             return {"__tuple__": [int(item) for item in value]}
         if isinstance(value, np.dtype):
-            return {"__dtype__": value.str}
+            return {"__dtype__": dtype_to_json(value)}
         if isinstance(value, dict):
             return {
                 "__items__": [
@@ -136,10 +139,7 @@ def _decode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
             raise ValueError(f"the array {content!r} is missing")
         return arrays[content]
     if kind == "__dtype__":
-        dtype = np.dtype(content)
-        if dtype.hasobject:
-            raise ValueError(f"object dtype {content!r} refused")
-        return dtype
+        return dtype_from_json(content)
     if kind == "__generator__":
         return content
     if kind == "__tuple__":

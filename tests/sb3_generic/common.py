@@ -18,9 +18,6 @@ SMALL: dict[str, Any] = dict(n_steps=8, buffer_size=64, replay_start=16)
 CONTINUOUS_ACTIONS = pytest.mark.xfail(
     strict=True, reason="issue 46: continuous and multi-discrete action spaces (in progress)"
 )
-#: ``Dict`` observations need ``MultiInputPolicy``.
-DICT_OBSERVATIONS = pytest.mark.xfail(strict=True, reason="issue 45: MultiInputPolicy (in progress)")
-
 #: For the image cases: longer segments and one replayed update per segment on average, so that the
 #: convolutions run a few dozen updates where ``SMALL`` would run a few hundred.
 SMALL_CNN: dict[str, Any] = dict(n_steps=16, buffer_size=64, replay_start=32, replay_ratio=1)

@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFram
 
 from sb3_acer import ACER
 
-from .common import DICT_OBSERVATIONS, SMALL
+from .common import SMALL
 
 
 class DummyDictEnv(gym.Env):
@@ -100,7 +100,6 @@ def test_policy_hint(policy):
         ACER(policy, BitFlippingEnv(n_bits=4))
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 def test_goal_env(model_class):
     env = BitFlippingEnv(n_bits=4)
@@ -109,7 +108,6 @@ def test_goal_env(model_class):
     evaluate_policy(model, model.get_env())
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 def test_consistency(model_class):
     """
@@ -144,7 +142,6 @@ def test_consistency(model_class):
     assert np.allclose(action_1, action_2)
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 @pytest.mark.parametrize("channel_last", [False, True])
 def test_dict_spaces(model_class, channel_last):
@@ -165,7 +162,6 @@ def test_dict_spaces(model_class, channel_last):
     evaluate_policy(model, env, n_eval_episodes=5, warn=False)
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 def test_multiprocessing(model_class):
     use_discrete_actions = True
@@ -190,7 +186,6 @@ def test_multiprocessing(model_class):
         env.close()  # not in SB3's test: the worker processes stopped, even when the case fails
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 @pytest.mark.parametrize("channel_last", [False, True])
 def test_dict_vec_framestack(model_class, channel_last):
@@ -221,7 +216,6 @@ def test_dict_vec_framestack(model_class, channel_last):
     evaluate_policy(model, env, n_eval_episodes=5, warn=False)
 
 
-@DICT_OBSERVATIONS
 @pytest.mark.parametrize("model_class", [ACER])
 def test_vec_normalize(model_class):
     """
@@ -240,7 +234,6 @@ def test_vec_normalize(model_class):
     evaluate_policy(model, env, n_eval_episodes=5, warn=False)
 
 
-@DICT_OBSERVATIONS
 def test_dict_nested():
     """
     Make sure we throw an appropriate error with nested Dict observation spaces
