@@ -21,6 +21,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
+from sb3_acer.action_spaces import policy_class_for, replay_action_settings, sdn_action_probability
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
@@ -35,12 +36,14 @@ from sb3_acer.policies import (
     MlpPolicy,
     RecurrentACERPolicy,
 )
+from sb3_acer.policies.sdn import SDNPolicy
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
+from sb3_acer.update_sdn import compute_sdn_gradients
 from sb3_acer.validation import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
@@ -165,7 +168,7 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs)
+        check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy), policy_kwargs)
         env = supported_env(env, verbose, needed=_init_setup_model)
         # Nothing global changes unless the model is built: thread count and generators are put back.
         with model_io.global_state_restored_on_error():
@@ -264,10 +267,10 @@ class ACER(SegmentAlgorithm):
         if self.policy_class in (CnnPolicy, CnnLstmPolicy, CnnLnLstmPolicy):
             # Its signature and policy_kwargs say what it builds (a subclass may build something else).
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
+        # Box, MultiDiscrete and MultiBinary actions take the stochastic-dueling policies.
+        policy_class = policy_class_for(self.policy_class, self.action_space)
         try:
-            self.policy = self.policy_class(  # type: ignore[assignment]
-                self.observation_space, self.action_space, **network_kwargs
-            )
+            self.policy = policy_class(self.observation_space, self.action_space, **network_kwargs)
         except (AssertionError, RuntimeError):
             # SB3's NatureCNN asserts, or the convolution fails over kernel sizes: say what it needs.
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
@@ -303,7 +306,7 @@ class ACER(SegmentAlgorithm):
             buffer_size=self.buffer_size,
             n_steps=self.n_steps,
             n_envs=self.n_envs,
-            n_actions=int(self.action_space.n),  # type: ignore[attr-defined]
+            **replay_action_settings(self.policy, self.action_space),
             seed=self.seed,
             state_size=self.policy.n_lstm if isinstance(self.policy, RecurrentACERPolicy) else 0,
         )
@@ -339,9 +342,10 @@ class ACER(SegmentAlgorithm):
         if not self.policy.training:
             self.policy.set_training_mode(True)
         zero_gradients(self.optimizer)
-        loss, stats = compute_gradients(
-            policy=self.policy,
-            avg_policy=self.policy_avg,
+        compute = compute_sdn_gradients if isinstance(self.policy, SDNPolicy) else compute_gradients
+        loss, stats = compute(
+            policy=self.policy,  # type: ignore[arg-type]
+            avg_policy=self.policy_avg,  # type: ignore[arg-type]
             segment=segment,
             config=self._update_config(),
             with_stats=on_policy,
@@ -441,6 +445,8 @@ class ACER(SegmentAlgorithm):
         """
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
+        if isinstance(self.policy, SDNPolicy):  # statistics, or densities of Box actions
+            return sdn_action_probability(self.policy, observation, actions, logp)
         if isinstance(self.policy, RecurrentACERPolicy):
             inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
             with th.no_grad():

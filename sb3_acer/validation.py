@@ -462,11 +462,14 @@ def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEn
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise :class:`UnsupportedSpaceError` unless ACER can use these spaces."""
-    if not isinstance(action_space, spaces.Discrete):
+    if not isinstance(action_space, spaces.Discrete | spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary):
         raise UnsupportedSpaceError(
-            f"ACER supports only Discrete action spaces, got {action_space} "
+            f"ACER supports Discrete, Box, MultiDiscrete and MultiBinary action spaces, got {action_space} "
             f"({type(action_space).__name__} actions are not supported)"
         )
+    if isinstance(action_space, spaces.Box) and not np.isfinite([action_space.low, action_space.high]).all():
+        # SB3's convention (the env gets the action clipped to the bounds) needs finite bounds.
+        raise UnsupportedSpaceError(f"ACER needs Box action spaces with finite bounds, got {action_space}")
     supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
     if not isinstance(observation_space, supported):
         raise UnsupportedSpaceError(

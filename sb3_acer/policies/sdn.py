@@ -146,6 +146,11 @@ class SDNPolicy(BasePolicy):
         )
         return data
 
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The parameters only the critic uses (``V`` and ``A`` towers and heads), for ``q_lr_ratio``."""
+        modules = (self.value_tower, self.value_net, self.advantage_tower, self.advantage_net)
+        return [p for module in modules for p in module.parameters()]
+
     def _latent(self, obs: PyTorchObs) -> th.Tensor:
         return self.shared_net(self.extract_features(obs, self.features_extractor))
 

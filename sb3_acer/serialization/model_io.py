@@ -29,6 +29,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
+from sb3_acer.action_spaces import replay_action_settings
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
@@ -301,7 +302,7 @@ def install_replay_buffer(model: ACER, buffer: Any) -> None:
         n_envs=model.n_envs,
         obs_shape=tuple(model.observation_space.shape or ()),
         obs_dtype=np.dtype(model.observation_space.dtype or np.float32),
-        n_actions=int(model.action_space.n),  # type: ignore[attr-defined]
+        n_actions=replay_action_settings(model.policy, model.action_space)["n_actions"],
         capacity=model.buffer_size // model.n_steps,
     )
     if model.replay_buffer is not None and getattr(buffer, "state_size", 0) != getattr(
