@@ -139,3 +139,15 @@ def test_save_load_round_trip_predicts_the_same(name, small_settings, tmp_path) 
     assert restored["actions"].dtype == stored["actions"].dtype
     np.testing.assert_array_equal(stored["mu_probs"], restored["mu_probs"])
     loaded.learn(20)  # the restored memory replays
+
+
+def test_cnn_policy_on_images_with_box_actions(small_settings) -> None:
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    from sb3_acer.policies.sdn import SDNCnnPolicy
+
+    model = ACER("CnnPolicy", FakeImageEnv(action_dim=2, discrete=False), **small_settings)
+    assert type(model.policy) is SDNCnnPolicy
+    model.learn(30)
+    action, _ = model.predict(model.observation_space.sample())
+    assert action.shape == model.action_space.shape and np.abs(action).max() <= 1
