@@ -238,6 +238,7 @@ def continuous_retrace_targets(
     action_dim: int,
     truncated: th.Tensor | None = None,
     truncation_values: th.Tensor | None = None,
+    retrace_lambda: float = 1.0,
 ) -> ContinuousRetrace:
     """``Q_ret`` and ``Q_opc`` of continuous ACER, backwards in time (Algorithm 2 and appendix B).
 
@@ -255,6 +256,8 @@ def continuous_retrace_targets(
         action_dim: ``d``, the number of action components.
         truncated: ``[T, B]`` 1 where the episode was truncated after step ``t`` (optional).
         truncation_values: ``[T, B]`` value of the final observation where ``truncated`` (optional).
+        retrace_lambda: ``lambda`` of Retrace(lambda): the trace of ``Q_ret`` is
+            ``lambda * min(1, rho^(1/d))`` (``Q_opc`` keeps the trace 1).
 
     Returns:
         ``Q_ret`` and ``Q_opc``, ``[T, B]`` each, without gradient.
@@ -271,7 +274,7 @@ def continuous_retrace_targets(
         truncation_values=None if truncation_values is None else truncation_values.detach(),
     )
     trace = continuous_trace(rho=rho_i.detach(), action_dim=action_dim)
-    q_ret = retrace_targets(rho_bar=trace, **common)  # type: ignore[arg-type]
+    q_ret = retrace_targets(rho_bar=retrace_lambda * trace, **common)  # type: ignore[arg-type]
     q_opc = retrace_targets(rho_bar=th.ones_like(trace), **common)  # type: ignore[arg-type]
     return ContinuousRetrace(q_ret=q_ret, q_opc=q_opc)
 

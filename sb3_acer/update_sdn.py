@@ -162,6 +162,7 @@ def sdn_critic(
         action_dim=dist.action_dim,
         truncated=th.as_tensor(segment.truncated, device=device),
         truncation_values=forward.truncation_values,
+        retrace_lambda=config.retrace_lambda,
     )
     v_target = FC.value_target(
         rho_i=rho_i, q_ret=targets.q_ret, q_tilde=q_tilde.detach(), values=values[:-1].detach()
@@ -225,7 +226,7 @@ def compute_sdn_gradients(
         policy: the current policy.
         avg_policy: the average policy network.
         segment: actions ``[T, E, action_size]`` and behaviour statistics ``mu_probs`` ``[T, E, S]``.
-        config: the update's hyperparameters (``retrace_lambda`` must be 1).
+        config: the update's hyperparameters (``retrace_lambda`` shortens the trace of ``Q_ret`` only).
         n_dueling: ``n``, the number of actions ``u_i`` of the stochastic dueling network (paper: 5).
         with_stats: compute the values that only serve logging (``explained_variance``, ``avg_norm_*``).
         draws: the actions drawn from ``pi`` (tests pass them; default drawn here).
@@ -233,8 +234,6 @@ def compute_sdn_gradients(
     Returns:
         The total loss (a scalar, for finiteness checks) and the statistics.
     """
-    if config.retrace_lambda != 1.0:
-        raise ValueError("retrace_lambda must be 1 for Box, MultiDiscrete and MultiBinary actions")
     dist = policy.dist
     forward = sdn_forward(policy, avg_policy, segment)
     actions = th.as_tensor(segment.actions, device=policy.device).reshape(segment.n_steps, segment.n_envs, -1)

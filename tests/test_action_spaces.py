@@ -151,3 +151,13 @@ def test_cnn_policy_on_images_with_box_actions(small_settings) -> None:
     model.learn(30)
     action, _ = model.predict(model.observation_space.sample())
     assert action.shape == model.action_space.shape and np.abs(action).max() <= 1
+
+
+def test_q_lr_ratio_splits_the_stochastic_dueling_critic(small_settings) -> None:
+    model = ACER("MlpPolicy", IdentityEnvBox(eps=0.5), q_lr_ratio=3.0, **small_settings)
+    critic = {id(p) for p in model.policy.critic_parameters()}
+    groups = model.optimizer.param_groups
+    assert len(groups) == 2 and {id(p) for p in groups[1]["params"]} == critic
+    assert "log_std" in dict(model.policy.named_parameters())
+    assert id(model.policy.log_std) not in critic
+    model.learn(30)

@@ -320,20 +320,23 @@ def test_without_trust_region_the_gradient_is_that_of_the_losses(name):
         th.testing.assert_close(off, on, rtol=1e-4, atol=1e-6)
 
 
-def test_retrace_lambda_other_than_one_is_refused():
-    policy, avg = _policy_pair(SPACES["box"], None)
-    segment = _segment(policy, np.random.default_rng(10))
-    config = UpdateConfig(
-        gamma=0.99,
-        q_coef=0.5,
-        ent_coef=0.0,
-        correction_term=2.0,
-        trust_region=True,
-        delta=1.0,
-        retrace_lambda=0.9,
+def test_retrace_lambda_shortens_the_trace_of_q_ret_only():
+    from sb3_acer import functional_continuous as FC
+
+    gen = th.Generator().manual_seed(12)
+    inputs = dict(
+        rewards=th.randn(6, 2, generator=gen, dtype=th.float64),
+        q_tilde=th.randn(6, 2, generator=gen, dtype=th.float64),
+        values=th.randn(7, 2, generator=gen, dtype=th.float64),
+        rho_i=th.rand(6, 2, generator=gen, dtype=th.float64) * 2,
+        terminated=th.zeros(6, 2, dtype=th.bool),
     )
-    with pytest.raises(ValueError, match=r"retrace_lambda must be 1 for Box, MultiDiscrete and MultiBinary"):
-        compute_sdn_gradients(policy=policy, avg_policy=avg, segment=segment, config=config)
+    full = FC.continuous_retrace_targets(gamma=0.9, action_dim=2, **inputs)
+    zero = FC.continuous_retrace_targets(gamma=0.9, action_dim=2, retrace_lambda=0.0, **inputs)
+    assert th.equal(zero.q_opc, full.q_opc)
+    one_step = inputs["rewards"][:-1] + 0.9 * inputs["values"][1:-1]
+    th.testing.assert_close(zero.q_ret[:-1], one_step)
+    assert not th.allclose(full.q_ret[:-1], one_step)
 
 
 def test_sdn_draws_shapes():
