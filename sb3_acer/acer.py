@@ -36,7 +36,7 @@ from sb3_acer.policies import (
     MlpPolicy,
     RecurrentACERPolicy,
 )
-from sb3_acer.policies.sdn import SDNPolicy
+from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNPolicy
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
@@ -61,7 +61,8 @@ SelfACER = TypeVar("SelfACER", bound="ACER")
 
 
 class ACER(SegmentAlgorithm):
-    """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete`` actions.
+    """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete``, ``Box``,
+    ``MultiDiscrete`` and ``MultiBinary`` actions.
 
     Synchronous ("A2C-style") ACER as in openai/baselines and SB2: ``E`` environments step together; each
     fresh segment of ``n_steps`` x ``E`` transitions gives one on-policy update, followed by
@@ -76,7 +77,10 @@ class ACER(SegmentAlgorithm):
     Args:
         policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, or the recurrent ``"MlpLstmPolicy"``,
             ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, whose LSTM state is carried
-            across segments, stored with each segment and reset where an episode starts).
+            across segments, stored with each segment and reset where an episode starts). For ``Box``,
+            ``MultiDiscrete`` and ``MultiBinary`` actions ``MlpPolicy`` and ``CnnPolicy`` build the
+            stochastic-dueling ``SDNMlpPolicy`` and ``SDNCnnPolicy``, which can also be named, e.g. with
+            ``policy_kwargs=dict(fixed_std=0.3)`` for the paper's fixed sigma.
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
@@ -132,6 +136,8 @@ class ACER(SegmentAlgorithm):
         "MlpLnLstmPolicy": MlpLnLstmPolicy,
         "CnnLstmPolicy": CnnLstmPolicy,
         "CnnLnLstmPolicy": CnnLnLstmPolicy,
+        "SDNMlpPolicy": SDNMlpPolicy,
+        "SDNCnnPolicy": SDNCnnPolicy,
     }
 
     def __init__(

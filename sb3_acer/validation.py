@@ -374,7 +374,8 @@ def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], 
         raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(aliases)} or a class")
     if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, base)):
         raise ValueError(
-            f"policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of {sorted(aliases)}"
+            "policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of "
+            f"{sorted(aliases)}"
         )
     policy_class = aliases[policy] if isinstance(policy, str) else policy
     if policy_kwargs is not None:

@@ -99,7 +99,7 @@ def test_box_acts_unbounded_env_gets_clipped_actions_replay_stores_unclipped(sma
 
 
 def test_paper_fixed_sigma(small_settings) -> None:
-    model = ACER(SDNMlpPolicy, IdentityEnvBox(eps=0.5), policy_kwargs=dict(fixed_std=0.3), **small_settings)
+    model = ACER("SDNMlpPolicy", IdentityEnvBox(eps=0.5), policy_kwargs=dict(fixed_std=0.3), **small_settings)
     assert "log_std" not in dict(model.policy.named_parameters())
     model.learn(100)
     stats = model.action_probability(np.zeros(1, dtype=np.float32))

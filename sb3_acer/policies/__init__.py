@@ -4,7 +4,10 @@
   initialisation, :func:`q_only_parameters`);
 - :mod:`sb3_acer.policies.feed_forward`: :class:`ACERPolicy`, ``MlpPolicy`` and ``CnnPolicy``;
 - :mod:`sb3_acer.policies.recurrent`: :class:`RecurrentACERPolicy` and the LSTM policies
-  (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``).
+  (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``);
+- :mod:`sb3_acer.policies.sdn`: :class:`SDNPolicy`, ``SDNMlpPolicy`` and ``SDNCnnPolicy``, the actor and
+  stochastic dueling critic of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions (``MlpPolicy`` and
+  ``CnnPolicy`` build them for those spaces).
 
 Model files name the policy classes by their path in this package (``sb3_acer.policies:MlpPolicy``).
 """
@@ -22,6 +25,7 @@ from sb3_acer.policies.recurrent import (
     RecurrentOutput,
     parse_recurrent_net_arch,
 )
+from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNPolicy
 
 __all__ = [
     "ACERPolicy",
@@ -37,6 +41,9 @@ __all__ = [
     "PolicyOutput",
     "RecurrentACERPolicy",
     "RecurrentOutput",
+    "SDNCnnPolicy",
+    "SDNMlpPolicy",
+    "SDNPolicy",
     "parse_net_arch",
     "parse_recurrent_net_arch",
     "q_only_parameters",
