@@ -161,3 +161,21 @@ def test_q_lr_ratio_splits_the_stochastic_dueling_critic(small_settings) -> None
     assert "log_std" in dict(model.policy.named_parameters())
     assert id(model.policy.log_std) not in critic
     model.learn(30)
+
+
+def test_a_replay_memory_of_other_actions_is_refused(small_settings, tmp_path) -> None:
+    # Box((1,)) and MultiBinary(1) both store one action and two statistics per step: the dtype differs.
+    box = ACER("MlpPolicy", _SpaceEnv(spaces.Box(-1.0, 1.0, (1,))), **small_settings)
+    box.learn(20)
+    box.save_replay_buffer(tmp_path / "box.pkl")
+    binary = ACER("MlpPolicy", _SpaceEnv(spaces.MultiBinary(1)), **small_settings)
+    with pytest.raises(
+        ValueError, match=r"the replay buffer has action_dtype=dtype\('float32'\) but this model needs"
+    ):
+        binary.load_replay_buffer(tmp_path / "box.pkl")
+    discrete = ACER("MlpPolicy", _SpaceEnv(spaces.Discrete(2)), **small_settings)  # as many as 2 statistics
+    with pytest.raises(
+        ValueError, match=r"the replay buffer has action_size=1 but this model needs action_size=0"
+    ):
+        discrete.load_replay_buffer(tmp_path / "box.pkl")
+    box.load_replay_buffer(tmp_path / "box.pkl")

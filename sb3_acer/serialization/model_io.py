@@ -296,14 +296,17 @@ def install_replay_buffer(model: ACER, buffer: Any) -> None:
     Raises:
         ValueError: if it does not fit (another layout, capacity or LSTM state size).
     """
+    actions = replay_action_settings(model.policy, model.action_space)
     check_buffer_matches(
         buffer,
         n_steps=model.n_steps,
         n_envs=model.n_envs,
         obs_shape=tuple(model.observation_space.shape or ()),
         obs_dtype=np.dtype(model.observation_space.dtype or np.float32),
-        n_actions=replay_action_settings(model.policy, model.action_space)["n_actions"],
+        n_actions=actions["n_actions"],
+        action_size=actions.get("action_size", 0),
         capacity=model.buffer_size // model.n_steps,
+        **({"action_dtype": np.dtype(actions["action_dtype"])} if "action_dtype" in actions else {}),
     )
     if model.replay_buffer is not None and getattr(buffer, "state_size", 0) != getattr(
         model.replay_buffer, "state_size", 0
