@@ -21,6 +21,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
+from sb3_acer.action_spaces import policy_class_for, replay_action_settings, sdn_action_probability
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.observation_checks import check_observation
@@ -38,12 +39,14 @@ from sb3_acer.policies import (
     MultiInputPolicy,
     RecurrentACERPolicy,
 )
+from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
+from sb3_acer.update_sdn import compute_sdn_gradients
 from sb3_acer.validation import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
@@ -61,7 +64,8 @@ SelfACER = TypeVar("SelfACER", bound="ACER")
 
 
 class ACER(SegmentAlgorithm):
-    """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete`` actions.
+    """Actor-Critic with Experience Replay (Wang et al. 2016, arXiv:1611.01224) for ``Discrete``, ``Box``,
+    ``MultiDiscrete`` and ``MultiBinary`` actions.
 
     Synchronous ("A2C-style") ACER as in openai/baselines and SB2: ``E`` environments step together; each
     fresh segment of ``n_steps`` x ``E`` transitions gives one on-policy update, followed by
@@ -75,10 +79,12 @@ class ACER(SegmentAlgorithm):
 
     Args:
         policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` for ``Dict``
-            observations, or the recurrent ``"MlpLstmPolicy"``,
-            ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``, ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``,
-            whose LSTM state is carried
-            across segments, stored with each segment and reset where an episode starts).
+            observations, or the recurrent ``"MlpLstmPolicy"``, ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``,
+            ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``, whose LSTM state is carried across segments,
+            stored with each segment and reset where an episode starts). For ``Box``, ``MultiDiscrete`` and
+            ``MultiBinary`` actions ``MlpPolicy`` and ``CnnPolicy`` build the stochastic-dueling
+            ``SDNMlpPolicy`` and ``SDNCnnPolicy``, which can also be named, e.g. with
+            ``policy_kwargs=dict(fixed_std=0.3)`` for the paper's fixed sigma.
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
@@ -136,6 +142,9 @@ class ACER(SegmentAlgorithm):
         "CnnLstmPolicy": CnnLstmPolicy,
         "CnnLnLstmPolicy": CnnLnLstmPolicy,
         "MultiInputLstmPolicy": MultiInputLstmPolicy,
+        "SDNMlpPolicy": SDNMlpPolicy,
+        "SDNCnnPolicy": SDNCnnPolicy,
+        "SDNMultiInputPolicy": SDNMultiInputPolicy,
     }
 
     def __init__(
@@ -173,7 +182,7 @@ class ACER(SegmentAlgorithm):
     ) -> None:
         check_hyperparameters(dict(locals()))
         policy_class = check_policy(
-            policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy), policy_kwargs
+            policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy), policy_kwargs
         )
         env = supported_env(env, verbose, needed=_init_setup_model)
         if env is not None:
@@ -275,10 +284,10 @@ class ACER(SegmentAlgorithm):
         if self.policy_class in (CnnPolicy, CnnLstmPolicy, CnnLnLstmPolicy):
             # Its signature and policy_kwargs say what it builds (a subclass may build something else).
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
+        # Box, MultiDiscrete and MultiBinary actions take the stochastic-dueling policies.
+        policy_class = policy_class_for(self.policy_class, self.action_space)
         try:
-            self.policy = self.policy_class(  # type: ignore[assignment]
-                self.observation_space, self.action_space, **network_kwargs
-            )
+            self.policy = policy_class(self.observation_space, self.action_space, **network_kwargs)
         except (AssertionError, RuntimeError):
             # SB3's NatureCNN asserts, or the convolution fails over kernel sizes: say what it needs.
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
@@ -314,7 +323,7 @@ class ACER(SegmentAlgorithm):
             buffer_size=self.buffer_size,
             n_steps=self.n_steps,
             n_envs=self.n_envs,
-            n_actions=int(self.action_space.n),  # type: ignore[attr-defined]
+            **replay_action_settings(self.policy, self.action_space),
             seed=self.seed,
             state_size=self.policy.n_lstm if isinstance(self.policy, RecurrentACERPolicy) else 0,
         )
@@ -350,9 +359,10 @@ class ACER(SegmentAlgorithm):
         if not self.policy.training:
             self.policy.set_training_mode(True)
         zero_gradients(self.optimizer)
-        loss, stats = compute_gradients(
-            policy=self.policy,
-            avg_policy=self.policy_avg,
+        compute = compute_sdn_gradients if isinstance(self.policy, SDNPolicy) else compute_gradients
+        loss, stats = compute(
+            policy=self.policy,  # type: ignore[arg-type]
+            avg_policy=self.policy_avg,  # type: ignore[arg-type]
             segment=segment,
             config=self._update_config(),
             with_stats=on_policy,
@@ -452,6 +462,8 @@ class ACER(SegmentAlgorithm):
         """
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
+        if isinstance(self.policy, SDNPolicy):  # statistics, or densities of Box actions
+            return sdn_action_probability(self.policy, observation, actions, logp)
         if isinstance(self.policy, RecurrentACERPolicy):
             inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
             with th.no_grad():

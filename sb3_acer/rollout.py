@@ -25,12 +25,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.observations import ObservationArrays, observation_layout, pack_observations
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
+from sb3_acer.policies.sdn import SDNPolicy
 from sb3_acer.segment import Segment
 
 __all__ = [
     "RolloutResult",
     "SegmentRecorder",
     "StepRecord",
+    "act",
     "behaviour_probs",
     "collect_segment",
     "sample_actions",
@@ -81,20 +83,31 @@ class SegmentRecorder:
     Args:
         n_steps: segment length ``T``.
         n_envs: number of environments ``E``.
-        n_actions: number of actions ``A``.
+        n_actions: number of actions ``A`` (for the other action spaces: the size ``S`` of the behaviour
+            statistics).
         obs_shape: shape of one observation.
         obs_dtype: dtype of the observations (structured for Dict observations, see
             :func:`~sb3_acer.observations.observation_layout`).
+        action_size: 0 for ``Discrete`` actions (``[T, E]``), else the flat action size (``[T, E, size]``).
+        action_dtype: dtype of the stored actions.
     """
 
     def __init__(
-        self, n_steps: int, n_envs: int, n_actions: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype
+        self,
+        n_steps: int,
+        n_envs: int,
+        n_actions: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: np.dtype,
+        action_size: int = 0,
+        action_dtype: np.dtype | type = np.int64,
     ) -> None:
         self.n_steps = n_steps
         self.obs_shape = obs_shape
         self.obs_dtype = obs_dtype
         self.observations = np.zeros((n_steps + 1, n_envs, *obs_shape), dtype=obs_dtype)
-        self.actions = np.zeros((n_steps, n_envs), dtype=np.int64)
+        action_shape = (action_size,) if action_size else ()
+        self.actions = np.zeros((n_steps, n_envs, *action_shape), dtype=action_dtype)
         self.rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
         self.mu_probs = np.zeros((n_steps, n_envs, n_actions), dtype=np.float32)
         self.terminated = np.zeros((n_steps, n_envs), dtype=bool)
@@ -180,10 +193,27 @@ def behaviour_probs(
         return policy.action_probs(obs_as_tensor(obs, policy.device)), None
 
 
+def act(
+    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy,
+    obs: ObservationArrays,
+    starts: np.ndarray,
+    lstm_state: LSTMState | None,
+) -> tuple[th.Tensor, th.Tensor, LSTMState | None]:
+    """The action drawn from ``pi(.|x)`` for each env, the behaviour probabilities (statistics for an
+    :class:`~sb3_acer.policies.sdn.SDNPolicy`) and the recurrent state after this step."""
+    if isinstance(policy, SDNPolicy):
+        with th.no_grad():
+            stats = policy.statistics(obs_as_tensor(obs, policy.device))
+            return policy.dist.sample(stats), stats, None
+    probs, lstm_state = behaviour_probs(policy, obs, starts, lstm_state)
+    with th.no_grad():
+        return sample_actions(probs), probs, lstm_state
+
+
 def collect_segment(
     *,
     env: VecEnv,
-    policy: ACERPolicy | RecurrentACERPolicy,
+    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy,
     n_steps: int,
     last_obs: ObservationArrays,
     last_episode_starts: np.ndarray,
@@ -195,7 +225,9 @@ def collect_segment(
 
     Args:
         env: the vectorised environment.
-        policy: acts by sampling from ``pi(.|x)``; its probabilities are stored as ``mu``.
+        policy: acts by sampling from ``pi(.|x)``; its probabilities (an ``SDNPolicy``: the statistics of
+            its distribution) are stored as ``mu``; an ``SDNPolicy``'s env gets its actions through
+            ``policy.dist.to_env`` (``Box`` actions clipped to the bounds, the unclipped ones stored).
         n_steps: segment length ``T``.
         last_obs: current observation of each env (a dict of arrays for Dict observations).
         last_episode_starts: whether each current observation starts an episode.
@@ -214,7 +246,18 @@ def collect_segment(
         if isinstance(last_obs, dict)
         else (last_obs.shape[1:], last_obs.dtype)
     )
-    recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, obs_shape, obs_dtype)
+    if isinstance(policy, SDNPolicy):
+        recorder = SegmentRecorder(
+            n_steps,
+            n_envs,
+            policy.dist.stats_size,
+            obs_shape,
+            obs_dtype,
+            action_size=policy.dist.action_size,
+            action_dtype=policy.dist.action_dtype,
+        )
+    else:
+        recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, obs_shape, obs_dtype)
     policy.set_training_mode(False)
     obs, starts = last_obs, last_episode_starts
     lstm_state: LSTMState | None = None
@@ -223,11 +266,12 @@ def collect_segment(
         lstm_state = last_lstm_state if last_lstm_state is not None else policy.initial_state(n_envs)
         initial_state = (lstm_state[0][0].cpu().numpy().copy(), lstm_state[1][0].cpu().numpy().copy())
     for t in range(n_steps):
-        probs, lstm_state = behaviour_probs(policy, obs, starts, lstm_state)
-        with th.no_grad():
-            action = sample_actions(probs)
+        action, probs, lstm_state = act(policy, obs, starts, lstm_state)
         recorder.record_action(t, obs, starts, action, probs)
-        step_obs, step_rewards, dones, infos = env.step(recorder.actions[t])
+        env_actions = (
+            policy.dist.to_env(recorder.actions[t]) if isinstance(policy, SDNPolicy) else recorder.actions[t]
+        )
+        step_obs, step_rewards, dones, infos = env.step(env_actions)
         new_obs = step_obs if isinstance(step_obs, dict) else np.asarray(step_obs)
         recorder.record_outcome(t, step_rewards, dones, infos, handle_timeout_termination)
         if not on_step(StepRecord(new_obs, recorder.actions[t], step_rewards, dones, infos)):

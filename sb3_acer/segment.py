@@ -18,9 +18,12 @@ class Segment:
             (``x_T`` is the bootstrap observation), in the observation space's dtype; for a ``Dict``
             observation space ``[T + 1, E]`` of a structured dtype, one field per key
             (:mod:`sb3_acer.observations`).
-        actions: ``[T, E]`` int64 actions ``a_t``.
+        actions: ``[T, E]`` int64 actions ``a_t`` of a ``Discrete`` space; for the other action spaces
+            ``[T, E, action_size]`` flat actions (:mod:`sb3_acer.distributions`: float32 unclipped draws
+            for ``Box``, int64 choices per factor for ``MultiDiscrete`` / ``MultiBinary``).
         rewards: ``[T, E]`` float32 rewards ``r_t``.
-        mu_probs: ``[T, E, A]`` float32 behaviour probabilities ``mu(.|x_t)``.
+        mu_probs: ``[T, E, A]`` float32 behaviour probabilities ``mu(.|x_t)``; for the other action spaces
+            the ``[T, E, S]`` flat statistics of the behaviour distribution.
         terminated: ``[T, E]`` bool, the episode terminated after step ``t`` (cuts the return).
         truncated: ``[T, E]`` bool, the episode was truncated after step ``t`` (bootstraps from
             ``final_observations``).
@@ -52,9 +55,12 @@ class Segment:
         return int(self.actions.shape[1])
 
     def __post_init__(self) -> None:
-        if self.actions.ndim != 2:
-            raise ValueError(f"Segment.actions must be [T, E], got shape {self.actions.shape}")
-        n_steps, n_envs = self.actions.shape
+        if self.actions.ndim not in (2, 3):
+            raise ValueError(
+                f"Segment.actions must be [T, E], got shape {self.actions.shape} "
+                "(or [T, E, action_size] for Box, MultiDiscrete and MultiBinary actions)"
+            )
+        n_steps, n_envs = self.actions.shape[:2]
         expected = {
             "observations": (n_steps + 1, n_envs),
             "rewards": (n_steps, n_envs),

@@ -249,7 +249,8 @@ def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], 
         raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(aliases)} or a class")
     if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, base)):
         raise ValueError(
-            f"policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of {sorted(aliases)}"
+            "policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of "
+            f"{sorted(aliases)}"
         )
     policy_class = aliases[policy] if isinstance(policy, str) else policy
     if policy_kwargs is not None:
@@ -337,11 +338,14 @@ def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEn
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise :class:`UnsupportedSpaceError` unless ACER can use these spaces."""
-    if not isinstance(action_space, spaces.Discrete):
+    if not isinstance(action_space, spaces.Discrete | spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary):
         raise UnsupportedSpaceError(
-            f"ACER supports only Discrete action spaces, got {action_space} "
+            f"ACER supports Discrete, Box, MultiDiscrete and MultiBinary action spaces, got {action_space} "
             f"({type(action_space).__name__} actions are not supported)"
         )
+    if isinstance(action_space, spaces.Box) and not np.isfinite([action_space.low, action_space.high]).all():
+        # SB3's convention (the env gets the action clipped to the bounds) needs finite bounds.
+        raise UnsupportedSpaceError(f"ACER needs Box action spaces with finite bounds, got {action_space}")
     if isinstance(observation_space, spaces.Dict):
         check_dict_space(observation_space)
     else:

@@ -105,3 +105,11 @@ def run_interrupted_while_torch_loads(then: str, cwd: pathlib.Path) -> subproces
     )
     command = [sys.executable, "-c", hook + then]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+class TupleActionEnv(gym.Env):
+    """A ``Tuple`` action space, which ACER refuses (the command-line test of that refusal)."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2)))

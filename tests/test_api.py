@@ -79,11 +79,19 @@ class _ActionSpaceEnv(gym.Env):
         (spaces.MultiBinary(3), "MultiBinary"),
     ],
 )
-def test_non_discrete_action_spaces_are_refused(action_space: spaces.Space, name: str) -> None:
-    with pytest.raises(UnsupportedSpaceError, match=f"{name} actions are not supported") as info:
-        ACER("MlpPolicy", _ActionSpaceEnv(action_space))
-    assert str(action_space) in str(info.value)
-    assert isinstance(info.value, ValueError)
+def test_non_discrete_action_spaces_take_the_stochastic_dueling_policy(
+    action_space: spaces.Space, name: str
+) -> None:
+    # Issue 46: these were refused; Dict and Tuple still are (tests/test_action_spaces.py), and so are
+    # unbounded Box actions, which SB3's convention (the env gets them clipped) cannot serve.
+    if isinstance(action_space, spaces.Box) and not np.isfinite(action_space.high).all():
+        with pytest.raises(UnsupportedSpaceError, match=r"ACER needs Box action spaces with finite bounds"):
+            ACER("MlpPolicy", _ActionSpaceEnv(action_space))
+        return
+    model = ACER("MlpPolicy", _ActionSpaceEnv(action_space))
+    assert model.policy_class is MlpPolicy  # the saved name; the network is built for the space
+    assert type(model.policy).__name__ == "SDNMlpPolicy"
+    assert type(model.action_space).__name__ == name
 
 
 def test_discrete_spaces_with_non_zero_start_are_refused() -> None:

@@ -12,6 +12,7 @@ import sys
 import types
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from acer_envs import run_interrupted_while_torch_loads
 from cli_helpers import (
@@ -101,10 +102,13 @@ def test_bad_hyperparams_are_one_line_errors(
 def test_unsupported_action_space_is_a_one_line_error(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
-    code, out, err = run(capsys, "train", "Pendulum-v1", *FAST, "--log-folder", str(tmp_path))
+    # Box actions are supported (issue 46); Tuple and Dict actions are not.
+    if "TupleActions-v0" not in gym.registry:
+        gym.register("TupleActions-v0", entry_point="acer_envs:TupleActionEnv")
+    code, out, err = run(capsys, "train", "TupleActions-v0", *FAST, "--log-folder", str(tmp_path))
     assert out == ""  # checked before the run is announced
-    assert_one_line_error(code, err, 2, "invalid settings: ACER supports only Discrete action spaces")
-    assert not tmp_path.joinpath("Pendulum-v1_0").exists()
+    assert_one_line_error(code, err, 2, "invalid settings: ACER supports Discrete, Box, MultiDiscrete and")
+    assert not tmp_path.joinpath("TupleActions-v0_0").exists()
 
 
 def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

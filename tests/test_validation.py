@@ -21,7 +21,7 @@ from sb3_acer import ACER
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "
-    "'MultiInputLstmPolicy', 'MultiInputPolicy']"
+    "'MultiInputLstmPolicy', 'MultiInputPolicy', 'SDNCnnPolicy', 'SDNMlpPolicy', 'SDNMultiInputPolicy']"
 )
 LR_SCHEDULES = "['constant', 'double_linear_con', 'double_middle_drop', 'linear', 'middle_drop']"
 MLP_KWARGS = (
@@ -114,11 +114,15 @@ BAD_HYPERPARAMETERS: list[tuple[Any, dict[str, Any], str]] = [
     ),
     # the policy
     ("LstmPolicy", {}, f"unknown policy 'LstmPolicy'; choose one of {POLICY_NAMES} or a class"),
-    (3, {}, f"policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of {POLICY_NAMES}"),
+    (
+        3,
+        {},
+        f"policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of {POLICY_NAMES}",
+    ),
     (
         ActorCriticPolicy,
         {},
-        f"policy must be an ACERPolicy or RecurrentACERPolicy subclass or one of {POLICY_NAMES}",
+        f"policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of {POLICY_NAMES}",
     ),
     ("MlpPolicy", dict(policy_kwargs="net_arch"), "policy_kwargs must be a dict, got str"),
     (

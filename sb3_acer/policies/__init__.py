@@ -6,7 +6,11 @@
   ``MultiInputPolicy`` (``Dict`` observations);
 - :mod:`sb3_acer.policies.recurrent`: :class:`RecurrentACERPolicy` and the LSTM policies
   (``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy``, ``CnnLnLstmPolicy``,
-  ``MultiInputLstmPolicy``).
+  ``MultiInputLstmPolicy``);
+- :mod:`sb3_acer.policies.sdn`: :class:`SDNPolicy`, ``SDNMlpPolicy``, ``SDNCnnPolicy`` and
+  ``SDNMultiInputPolicy``, the actor and
+  stochastic dueling critic of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions (``MlpPolicy`` and
+  ``CnnPolicy`` build them for those spaces).
 
 Model files name the policy classes by their path in this package (``sb3_acer.policies:MlpPolicy``).
 """
@@ -25,6 +29,7 @@ from sb3_acer.policies.recurrent import (
     RecurrentOutput,
     parse_recurrent_net_arch,
 )
+from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
 
 __all__ = [
     "ACERPolicy",
@@ -42,6 +47,10 @@ __all__ = [
     "PolicyOutput",
     "RecurrentACERPolicy",
     "RecurrentOutput",
+    "SDNCnnPolicy",
+    "SDNMlpPolicy",
+    "SDNMultiInputPolicy",
+    "SDNPolicy",
     "parse_net_arch",
     "parse_recurrent_net_arch",
     "q_only_parameters",

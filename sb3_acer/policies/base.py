@@ -228,4 +228,7 @@ def q_only_parameters(policy: BaseACERPolicy) -> list[nn.Parameter]:
     Everything else (features extractor, shared layers, LSTM, ``pi`` tower, policy head) serves the policy,
     alone or with the critic. ``ACER(q_lr_ratio=...)`` gives these parameters their own step size.
     """
+    critic_parameters = getattr(policy, "critic_parameters", None)
+    if critic_parameters is not None:  # the stochastic-dueling policies (sb3_acer.policies.sdn)
+        return list(critic_parameters())
     return [*policy.mlp_extractor.value_net.parameters(), *policy.q_net.parameters()]

@@ -124,6 +124,9 @@ class SlotReplay:
     n_steps: int
     n_envs: int
     n_actions: int
+    #: 0 for ``Discrete`` actions (stored ``[T, E]``), else the flat action size (``[T, E, action_size]``,
+    #: with ``n_actions`` the size of the behaviour statistics; see :mod:`sb3_acer.distributions`).
+    action_size: int = 0
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype
     state_size: int
@@ -167,7 +170,8 @@ class SlotReplay:
     def _allocate_steps(self, action_dtype: type, seed: int | None) -> None:
         """Allocate the per-step arrays, the empty truncation rows, and seed the sampling generators."""
         slots, steps, envs = self.capacity, self.n_steps, self.n_envs
-        self.actions = np.zeros((slots, steps, envs), dtype=action_dtype)
+        action_shape = (self.action_size,) if self.action_size else ()
+        self.actions = np.zeros((slots, steps, envs, *action_shape), dtype=action_dtype)
         self.rewards = np.zeros((slots, steps, envs), dtype=np.float32)
         self.mu_probs = np.zeros((slots, steps, envs, self.n_actions), dtype=np.float32)
         self.terminated = np.zeros((slots, steps, envs), dtype=bool)
@@ -214,6 +218,11 @@ class SlotReplay:
         if segment.observations.shape[2:] != self.obs_shape:
             raise ValueError(
                 f"observation shape {segment.observations.shape[2:]} != buffer's {self.obs_shape}"
+            )
+        if segment.actions.shape[2:] != ((self.action_size,) if self.action_size else ()):
+            raise ValueError(
+                f"actions must be [T, E{f', {self.action_size}' if self.action_size else ''}], "
+                f"got {tuple(segment.actions.shape)}"
             )
         if segment.mu_probs.shape[2:] != (self.n_actions,):
             # A trailing size of 1 would otherwise be broadcast silently over the actions.
@@ -295,7 +304,11 @@ class SlotReplay:
         order = np.lexsort((final_index_all[:, 1], final_index_all[:, 0]))
         return Segment(
             observations=observations(slots),
-            actions=self._take(self.actions, slots).astype(np.int64, copy=False),
+            actions=(
+                self._take(self.actions, slots)
+                if self.action_size
+                else self._take(self.actions, slots).astype(np.int64, copy=False)
+            ),
             rewards=self._take(self.rewards, slots),
             mu_probs=self._take(self.mu_probs, slots),
             terminated=self._take(self.terminated, slots),
@@ -389,7 +402,11 @@ class SlotReplay:
         return {
             "buffer_size": int(state["capacity"]) * int(state["n_steps"]),
             **{name: state[name] for name in ("n_steps", "n_envs", "obs_shape", "n_actions")},
-            **{name: state[name] for name in ("obs_dtype", "state_size") if name in state},
+            **{
+                name: state[name]
+                for name in ("obs_dtype", "state_size", "action_size", "action_dtype")
+                if name in state
+            },
         }
 
     def check_values(self) -> None:
@@ -465,14 +482,19 @@ class SlotReplay:
         have stored."""
         filled = slice(0, checked["num_in_buffer"])
         actions = checked["actions"][filled]
-        if actions.size and (actions.min() < 0 or actions.max() >= self.n_actions):
-            bad = actions[(actions < 0) | (actions >= self.n_actions)]
-            raise ValueError(f"actions outside [0, {self.n_actions}): {bad[0]}")
         mu = checked["mu_probs"][filled]
-        if not (np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()):
-            raise ValueError("mu_probs hold NaN or values outside [0, 1]")
-        if mu.size and np.abs(mu.sum(axis=-1) - 1).max() > 1e-3:
-            raise ValueError("mu_probs of a stored step do not sum to 1")
+        if self.action_size:
+            # Flat actions and behaviour statistics of a Box / MultiDiscrete / MultiBinary space.
+            if not (np.isfinite(actions).all() and np.isfinite(mu).all()):
+                raise ValueError("actions or mu_probs hold NaN or inf")
+        else:
+            if actions.size and (actions.min() < 0 or actions.max() >= self.n_actions):
+                bad = actions[(actions < 0) | (actions >= self.n_actions)]
+                raise ValueError(f"actions outside [0, {self.n_actions}): {bad[0]}")
+            if not (np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()):
+                raise ValueError("mu_probs hold NaN or values outside [0, 1]")
+            if mu.size and np.abs(mu.sum(axis=-1) - 1).max() > 1e-3:
+                raise ValueError("mu_probs of a stored step do not sum to 1")
         if not np.isfinite(checked["rewards"][filled]).all():
             raise ValueError("rewards hold NaN or inf")
         if not (

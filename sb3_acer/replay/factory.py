@@ -32,6 +32,8 @@ def make_replay_buffer(
     n_actions: int,
     seed: int | None = None,
     state_size: int = 0,
+    action_size: int = 0,
+    action_dtype: np.dtype | type = np.int64,
 ) -> ReplayBuffer:
     """The replay memory for ``env``: frames stored once for a channel-first ``uint8`` frame stack (Atari),
     whole observations otherwise (Dict observations packed, one field per key: see
@@ -47,10 +49,14 @@ def make_replay_buffer(
         n_actions: number of discrete actions.
         seed: seed of the sampling generators.
         state_size: size of a recurrent policy's LSTM state (0: feed-forward).
+        action_size: 0 for ``Discrete`` actions, else the flat action size (``n_actions`` is then the size
+            of the behaviour statistics); such buffers store whole observations.
+        action_dtype: dtype of the stored actions when ``action_size`` is positive.
     """
     shape, obs_dtype = observation_layout(observation_space)
     if (
-        n_stack is not None
+        not action_size
+        and n_stack is not None
         and n_stack > 1
         and isinstance(observation_space, spaces.Box)
         and observation_space.dtype == np.uint8
@@ -77,4 +83,6 @@ def make_replay_buffer(
         n_actions=n_actions,
         seed=seed,
         state_size=state_size,
+        action_size=action_size,
+        action_dtype=action_dtype,
     )

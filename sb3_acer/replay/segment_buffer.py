@@ -26,10 +26,14 @@ class SegmentReplayBuffer(SlotReplay):
         n_envs: number of environments ``E``.
         obs_shape: shape of one observation.
         obs_dtype: dtype in which observations are stored (images stay ``uint8``).
-        n_actions: number of discrete actions ``A``.
+        n_actions: number of discrete actions ``A`` (other action spaces: the size ``S`` of the behaviour
+            statistics).
         seed: seed of the per-environment sampling generators.
         state_size: size ``n`` of a recurrent policy's LSTM state (``h`` and ``c`` are ``[n]`` each per
             environment); every segment must then carry its ``initial_state``. 0 for feed-forward policies.
+        action_size: 0 for ``Discrete`` actions, else the flat action size of a ``Box``, ``MultiDiscrete``
+            or ``MultiBinary`` space (:mod:`sb3_acer.distributions`).
+        action_dtype: dtype of the stored actions when ``action_size`` is positive.
     """
 
     def __init__(
@@ -42,7 +46,11 @@ class SegmentReplayBuffer(SlotReplay):
         n_actions: int,
         seed: int | None = None,
         state_size: int = 0,
+        action_size: int = 0,
+        action_dtype: np.dtype | type = np.int64,
     ) -> None:
+        self.action_size = int(action_size)
+        self.action_dtype = np.dtype(action_dtype) if action_size else np.dtype(np.int64)
         check_sizes(buffer_size, state_size, n_steps=n_steps, n_envs=n_envs, n_actions=n_actions)
         self._init_slots(buffer_size, n_steps, n_envs, obs_shape, obs_dtype, n_actions, state_size)
         warn_if_too_large(
@@ -53,7 +61,7 @@ class SegmentReplayBuffer(SlotReplay):
         self.observations = np.zeros(
             (self.capacity, n_steps + 1, n_envs, *self.obs_shape), dtype=self.obs_dtype
         )
-        self._allocate_steps(np.int64, seed)
+        self._allocate_steps(self.action_dtype.type, seed)
 
     @staticmethod
     def estimate_nbytes(
@@ -101,6 +109,12 @@ class SegmentReplayBuffer(SlotReplay):
             "obs_dtype": self.obs_dtype,
             "n_actions": self.n_actions,
             "state_size": self.state_size,
+            # Only for Box / MultiDiscrete / MultiBinary actions: Discrete buffers keep the entries they had.
+            **(
+                {"action_size": self.action_size, "action_dtype": self.action_dtype}
+                if self.action_size
+                else {}
+            ),
         }
 
     def _arrays(self) -> dict[str, np.ndarray]:

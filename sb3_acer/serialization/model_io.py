@@ -29,6 +29,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
+from sb3_acer.action_spaces import replay_action_settings
 from sb3_acer.observations import observation_layout
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
 from sb3_acer.serialization.model_file import (
@@ -304,14 +305,17 @@ def install_replay_buffer(model: ACER, buffer: Any) -> None:
     Raises:
         ValueError: if it does not fit (another layout, capacity or LSTM state size).
     """
+    actions = replay_action_settings(model.policy, model.action_space)
     check_buffer_matches(
         buffer,
         n_steps=model.n_steps,
         n_envs=model.n_envs,
         obs_shape=observation_layout(model.observation_space)[0],
         obs_dtype=observation_layout(model.observation_space)[1],
-        n_actions=int(model.action_space.n),  # type: ignore[attr-defined]
+        n_actions=actions["n_actions"],
+        action_size=actions.get("action_size", 0),
         capacity=model.buffer_size // model.n_steps,
+        **({"action_dtype": np.dtype(actions["action_dtype"])} if "action_dtype" in actions else {}),
     )
     if model.replay_buffer is not None and getattr(buffer, "state_size", 0) != getattr(
         model.replay_buffer, "state_size", 0

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 #: ACER settings that replay within the tiny budgets of SB3's tests (a segment of 8 steps, replay from
 #: 16 stored steps per env), where SB3 gives PPO ``n_steps=64``; the rest are ACER's defaults.
 SMALL: dict[str, Any] = dict(n_steps=8, buffer_size=64, replay_start=16)
 
-#: ACER acts in ``Discrete`` spaces only (for now).
-CONTINUOUS_ACTIONS = pytest.mark.xfail(
-    strict=True, reason="issue 46: continuous and multi-discrete action spaces (in progress)"
-)
 #: For the image cases: longer segments and one replayed update per segment on average, so that the
 #: convolutions run a few dozen updates where ``SMALL`` would run a few hundred.
 SMALL_CNN: dict[str, Any] = dict(n_steps=16, buffer_size=64, replay_start=32, replay_ratio=1)

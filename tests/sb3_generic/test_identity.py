@@ -2,8 +2,8 @@
 Antonin Raffin), with ACER as the only algorithm.
 
 ACER learns SB3's identity environments to SB3's threshold (90 of 100 over 20 episodes) within SB3's
-budgets; the ``MultiDiscrete``, ``MultiBinary`` and ``Box`` action cases are expected to fail until
-issue 46.
+budgets, except the ``MultiDiscrete`` and ``MultiBinary`` cases (four factors), which get 3,000 steps instead
+of 1,200 (at 1,200 they reached 88 and 64).
 """
 
 import numpy as np
@@ -19,7 +19,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
 
-from .common import CONTINUOUS_ACTIONS, SMALL
+from .common import SMALL
 
 DIM = 4
 
@@ -29,13 +29,14 @@ DIM = 4
     "env",
     [
         IdentityEnv(DIM),
-        pytest.param(IdentityEnvMultiDiscrete(DIM), marks=CONTINUOUS_ACTIONS),
-        pytest.param(IdentityEnvMultiBinary(DIM), marks=CONTINUOUS_ACTIONS),
+        IdentityEnvMultiDiscrete(DIM),
+        IdentityEnvMultiBinary(DIM),
     ],
 )
 def test_discrete(model_class, env):
     env_ = DummyVecEnv([lambda: env])
-    n_steps = 1200
+    # ACER: the factorised spaces need more steps than SB3 gives (their 4 factors are learned jointly).
+    n_steps = 1200 if type(env) is IdentityEnv else 3000
     # ACER: its small budget (segments of 8 steps, replay from 16 stored steps); SB3 gives PPO 256 steps.
     kwargs = dict(SMALL)
 
@@ -47,7 +48,6 @@ def test_discrete(model_class, env):
     assert np.shape(model.predict(obs)[0]) == np.shape(obs)
 
 
-@CONTINUOUS_ACTIONS
 @pytest.mark.parametrize("model_class", [ACER])
 def test_continuous(model_class):
     env = IdentityEnvBox(eps=0.5)

@@ -1,8 +1,8 @@
 """Prediction, adapted from stable-baselines3 tests/test_predict.py (MIT, Copyright (c) 2019 Antonin
 Raffin): the algorithm-generic cases, with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces: where SB3 gives the continuous-action algorithms ``Pendulum-v1`` and a
-``Box`` action space, the case is expected to fail until issue 46. Left out: DQN's epsilon-greedy case.
+ACER takes ``Pendulum-v1`` and the ``Box`` action space SB3 gives its continuous-action algorithms. Left
+out: DQN's epsilon-greedy case.
 """
 
 import gymnasium as gym
@@ -15,8 +15,6 @@ from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-
-from .common import CONTINUOUS_ACTIONS
 
 MODEL_LIST = [ACER]
 
@@ -56,7 +54,7 @@ def test_auto_wrap(model_class):
 
 
 @pytest.mark.parametrize("model_class", MODEL_LIST)
-@pytest.mark.parametrize("env_id", [pytest.param("Pendulum-v1", marks=CONTINUOUS_ACTIONS), "CartPole-v1"])
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "CartPole-v1"])
 @pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])
 def test_predict(model_class, env_id, device):
     if device == "cuda" and not th.cuda.is_available():
@@ -82,7 +80,6 @@ def test_predict(model_class, env_id, device):
     assert action.shape[0] == vec_env_obs.shape[0]
 
 
-@CONTINUOUS_ACTIONS
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 def test_subclassed_space_env(model_class):
     env = CustomSubClassedSpaceEnv()

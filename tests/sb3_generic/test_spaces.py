@@ -1,10 +1,9 @@
 """Observation and action spaces, adapted from stable-baselines3 tests/test_spaces.py (MIT, Copyright (c)
 2019 Antonin Raffin): the algorithm-generic cases, with ACER as the only algorithm.
 
-ACER is written here as it will be once issue 46 lands: like A2C and PPO, it takes every action space
-but ``Dict``/``Tuple``; until then the ``Box`` action cases are expected failures, as are the ``Dict``
-observation cases until ``MultiInputPolicy`` (issue 45). Left out: SAC's gSDE case, and A2C's refusal of
-multi-dimensional ``MultiBinary`` actions (the message is A2C's policy's; issue 46 decides ACER's).
+Like A2C and PPO, ACER takes every action space but ``Dict``/``Tuple``, and ``Dict`` observations with
+``MultiInputPolicy``. Left out: SAC's gSDE case, and A2C's refusal of multi-dimensional ``MultiBinary``
+actions (ACER takes them: its factorised Bernoulli policy flattens the axes).
 """
 
 from dataclasses import dataclass
@@ -20,17 +19,10 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_acer import ACER
 
-from .common import CONTINUOUS_ACTIONS, SMALL
+from .common import SMALL
 
 BOX_SPACE_FLOAT64 = spaces.Box(low=-1, high=1, shape=(2,), dtype=np.float64)
 BOX_SPACE_FLOAT32 = spaces.Box(low=-1, high=1, shape=(2,), dtype=np.float32)
-
-#: Dict observations and Box actions: both issues must land.
-DICT_OBSERVATIONS_AND_CONTINUOUS_ACTIONS = pytest.mark.xfail(
-    strict=True,
-    reason="issue 45: MultiInputPolicy (in progress); issue 46: continuous and multi-discrete action "
-    "spaces (in progress)",
-)
 
 
 @dataclass
@@ -110,13 +102,13 @@ def test_identity_spaces(model_class, env):
 @pytest.mark.parametrize(
     "env",
     [
-        pytest.param("Pendulum-v1", marks=CONTINUOUS_ACTIONS),
+        "Pendulum-v1",
         "CartPole-v1",
-        pytest.param(DummyMultidimensionalAction(), marks=CONTINUOUS_ACTIONS),
+        DummyMultidimensionalAction(),
     ],
 )
 def test_action_spaces(model_class, env):
-    # ACER, as A2C and PPO in SB3's test, once issue 46 lands.
+    # ACER, as A2C and PPO in SB3's test.
     supported_action_space = True
     kwargs = dict(SMALL)
 
@@ -144,16 +136,10 @@ def test_discrete_obs_space(model_class, env):
 @pytest.mark.parametrize(
     "obs_space",
     [
-        pytest.param(BOX_SPACE_FLOAT32, marks=CONTINUOUS_ACTIONS),
-        pytest.param(BOX_SPACE_FLOAT64, marks=CONTINUOUS_ACTIONS),
-        pytest.param(
-            spaces.Dict({"a": BOX_SPACE_FLOAT32, "b": BOX_SPACE_FLOAT32}),
-            marks=DICT_OBSERVATIONS_AND_CONTINUOUS_ACTIONS,
-        ),
-        pytest.param(
-            spaces.Dict({"a": BOX_SPACE_FLOAT32, "b": BOX_SPACE_FLOAT64}),
-            marks=DICT_OBSERVATIONS_AND_CONTINUOUS_ACTIONS,
-        ),
+        BOX_SPACE_FLOAT32,
+        BOX_SPACE_FLOAT64,
+        spaces.Dict({"a": BOX_SPACE_FLOAT32, "b": BOX_SPACE_FLOAT32}),
+        spaces.Dict({"a": BOX_SPACE_FLOAT32, "b": BOX_SPACE_FLOAT64}),
     ],
 )
 @pytest.mark.parametrize(

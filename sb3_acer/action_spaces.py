@@ -1,0 +1,86 @@
+"""What ``ACER`` does differently for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` action spaces.
+
+These spaces take the stochastic-dueling policies of :mod:`sb3_acer.policies.sdn` (``MlpPolicy`` and
+``CnnPolicy`` name them there), store flat actions and behaviour statistics in the replay memory, and are
+updated by :func:`sb3_acer.update_sdn.compute_sdn_gradients`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+
+from sb3_acer.observations import ObservationArrays
+from sb3_acer.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, RecurrentACERPolicy
+from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
+from sb3_acer.validation import UnsupportedSpaceError
+
+__all__ = ["policy_class_for", "replay_action_settings", "sdn_action_probability", "takes_sdn_policy"]
+
+
+def takes_sdn_policy(action_space: spaces.Space) -> bool:
+    """Whether ``action_space`` takes a stochastic-dueling policy (Box, MultiDiscrete, MultiBinary)."""
+    return isinstance(action_space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary)
+
+
+def policy_class_for(policy_class: type, action_space: spaces.Space) -> type:
+    """The policy class ACER builds for ``action_space``: ``MlpPolicy``, ``CnnPolicy`` and
+    ``MultiInputPolicy`` become ``SDNMlpPolicy``, ``SDNCnnPolicy`` and ``SDNMultiInputPolicy`` for the
+    non-``Discrete`` spaces.
+
+    Raises:
+        UnsupportedSpaceError: for a recurrent or another discrete-only policy on such a space, or an
+            ``SDNPolicy`` on a ``Discrete`` one.
+    """
+    if not takes_sdn_policy(action_space):
+        if issubclass(policy_class, SDNPolicy):
+            raise UnsupportedSpaceError(
+                f"{policy_class.__name__} takes Box, MultiDiscrete or MultiBinary actions, got {action_space}"
+            )
+        return policy_class
+    if issubclass(policy_class, SDNPolicy):
+        return policy_class
+    substitutes = {MlpPolicy: SDNMlpPolicy, CnnPolicy: SDNCnnPolicy, MultiInputPolicy: SDNMultiInputPolicy}
+    if policy_class in substitutes:
+        return substitutes[policy_class]
+    kind = "recurrent policies take" if issubclass(policy_class, RecurrentACERPolicy) else "it takes"
+    raise UnsupportedSpaceError(
+        f"{policy_class.__name__} cannot act in {action_space}: {kind} Discrete actions only; use MlpPolicy, "
+        "CnnPolicy or an SDNPolicy subclass"
+    )
+
+
+def replay_action_settings(policy: Any, action_space: spaces.Space) -> dict[str, Any]:
+    """The replay memory's action settings: ``n_actions`` (the statistics' size for an ``SDNPolicy``),
+    ``action_size`` and ``action_dtype``."""
+    if isinstance(policy, SDNPolicy):
+        dist = policy.dist
+        return dict(n_actions=dist.stats_size, action_size=dist.action_size, action_dtype=dist.action_dtype)
+    return dict(n_actions=int(action_space.n))  # type: ignore[attr-defined]
+
+
+def sdn_action_probability(
+    policy: SDNPolicy, observation: ObservationArrays, actions: np.ndarray | None, logp: bool
+) -> np.ndarray:
+    """SB2's ``action_probability`` for an ``SDNPolicy``.
+
+    Without ``actions``: the flat statistics of ``pi(.|x)`` (``[n, S]``: the mean then the log-std for
+    ``Box``, each factor's probabilities for the factorised spaces). With ``actions`` (one per observation,
+    in the action space's shape; ``Box`` actions unclipped): their density or probability
+    ``pi(a|x)`` (``log pi(a|x)`` with ``logp``), ``[n, 1]``. A single observation drops the batch axis.
+    """
+    obs_tensor, vectorized = policy.obs_to_tensor(observation)
+    with th.no_grad():
+        stats = policy.statistics(obs_tensor)
+    if actions is None:
+        result = stats.cpu().numpy()
+        return result if vectorized else result[0]
+    flat = np.asarray(actions).reshape(stats.shape[0], policy.dist.action_size)
+    action_tensor = th.as_tensor(flat.astype(policy.dist.action_dtype), device=stats.device)
+    with th.no_grad():
+        log_prob = policy.dist.log_prob(stats.unsqueeze(0), action_tensor.unsqueeze(0))[0]
+    chosen = (log_prob if logp else log_prob.exp()).cpu().numpy().reshape(-1, 1)
+    return chosen if vectorized else chosen.reshape(1)
