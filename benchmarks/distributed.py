@@ -8,8 +8,9 @@ Measured, in this order:
   the threshold (CartPole-v1 475, LunarLander-v3 200), ``--steps`` or ``--seconds``: agent steps/s, steps
   and wall-clock seconds to the threshold, and for the actors the learner's idle fraction and the policy
   lag;
-* the learner's cost per received segment: getting a segment from Ray's object store, copying it out
-  (it arrives read-only) and storing it in the replay memory, against one update on a segment, for each
+* the learner's cost per received segment: getting a segment from Ray's object store and copying it out
+  (it arrives read-only: "receive", what actors add to the synchronous loop's work), and storing it in the
+  replay memory ("store", which the synchronous loop does too), against one update on a segment, for each
   env of ``--envs`` and for ``--atari`` (if given); with the bytes of one segment in the object store;
 * with ``--atari GAME``: Atari throughput for each of ``--actor-counts`` (0: the synchronous loop), each
   trained for ``--seconds`` with ``CnnPolicy``, ``--n-envs`` games per actor (and in the synchronous loop),
@@ -132,7 +133,8 @@ def _message(model: ACER, n_steps: int) -> SegmentMessage:
 
 
 def receive_cost(name: str, model: ACER, repeats: int) -> dict[str, Any]:
-    """Seconds to get a segment out of the object store and store it, against one update on it."""
+    """Seconds to get a segment out of the object store (deserialising it, copying it out: it arrives
+    read-only) and to store it in the replay memory, against one update on it."""
     import ray
 
     message = _message(model, model.n_steps)
@@ -142,18 +144,20 @@ def receive_cost(name: str, model: ACER, repeats: int) -> dict[str, Any]:
     model.set_logger(Logger(None, []))
     segment = writable(ray.get(ref)).segment
     model._gradient_step(segment, on_policy=False)  # warm-up (CUDA kernels, allocations)
-    start = time.perf_counter()
-    for _ in range(repeats):
-        buffer.put(writable(ray.get(ref)).segment)
-    receive = (time.perf_counter() - start) / repeats
-    if model.device.type == "cuda":
-        th.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        model._gradient_step(segment, on_policy=False)
-    if model.device.type == "cuda":
-        th.cuda.synchronize()
-    update = (time.perf_counter() - start) / repeats
+
+    def seconds(work: Any) -> float:
+        if model.device.type == "cuda":
+            th.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            work()
+        if model.device.type == "cuda":
+            th.cuda.synchronize()
+        return (time.perf_counter() - start) / repeats
+
+    receive = seconds(lambda: writable(ray.get(ref)))
+    store = seconds(lambda: buffer.put(segment))
+    update = seconds(lambda: model._gradient_step(segment, on_policy=False))
     nbytes = sum(value.nbytes for value in vars(segment).values() if isinstance(value, np.ndarray))
     return {
         "env": name,
@@ -161,9 +165,11 @@ def receive_cost(name: str, model: ACER, repeats: int) -> dict[str, Any]:
         "segment_bytes": int(nbytes),
         "bytes_per_step": nbytes / (model.n_steps * model.n_envs),
         "receive_ms": 1e3 * receive,
+        "store_ms": 1e3 * store,
         "update_ms": 1e3 * update,
+        "receive_and_store_per_update": (receive + store) / update,
         "receive_per_update": receive / update,
-        "receive_per_segment_work": receive / ((1 + model.replay_ratio) * update),
+        "receive_and_store_per_segment_work": (receive + store) / ((1 + model.replay_ratio) * update),
     }
 
 
@@ -210,12 +216,16 @@ def markdown(results: dict[str, Any]) -> str:
             f"{'' if run['seconds_to_threshold'] is None else round(run['seconds_to_threshold'], 1)} | "
             f"{idle} |"
         )
-    lines += ["", "| segment of | size | bytes/step | receive ms | update ms | receive / update |"]
-    lines.append("|---|---|---|---|---|---|")
+    lines += [
+        "",
+        "| segment of | size | bytes/step | receive ms | store ms | update ms | (receive + store) / update |",
+    ]
+    lines.append("|---|---|---|---|---|---|---|")
     for cost in results["receive_cost"]:
         lines.append(
             f"| {cost['env']} | {cost['segment']} | {cost['bytes_per_step']:,.0f} | "
-            f"{cost['receive_ms']:.2f} | {cost['update_ms']:.2f} | {cost['receive_per_update']:.3f} |"
+            f"{cost['receive_ms']:.2f} | {cost['store_ms']:.2f} | {cost['update_ms']:.2f} | "
+            f"{cost['receive_and_store_per_update']:.3f} |"
         )
     if results["atari"]:
         lines += [
