@@ -21,6 +21,7 @@ import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_acer import ACER
 from sb3_acer.distributed import ActorEnvError, RayActors, RayNotInstalledError, require_ray
@@ -86,7 +87,8 @@ def test_policy_lag_is_bounded(ray_cluster: Any) -> None:
     model = cartpole_model()
     records = Records()
     model.set_logger(Logger(None, [records]))
-    settings = actors(max_policy_lag=0)
+    # No env given: the actors make theirs from the spec of the model's env.
+    settings = RayActors(n_actors=2, num_cpus_per_actor=0.5, max_policy_lag=0)
     model.learn(300, actors=settings, log_interval=1)
     lags = [dump["actors/policy_lag"] for dump in records.dumps]
     assert lags and max(lags) == 0
@@ -175,6 +177,31 @@ def test_env_error_names_actor_and_env(ray_cluster: Any) -> None:
     assert settings.handles == []
 
 
+def broken_factory(n_envs: int, seed: int | None) -> Any:
+    raise OSError("no display")
+
+
+def test_env_that_cannot_be_made_names_actor_and_env(ray_cluster: Any) -> None:
+    settings = RayActors(broken_factory, n_actors=1, num_cpus_per_actor=0.5)
+    with pytest.raises(ActorEnvError, match=r"^actor 0 \(env broken_factory\): OSError: no display$"):
+        cartpole_model().learn(100, actors=settings)
+    assert settings.handles == []
+
+
+def test_recurrent_policy_with_actors(ray_cluster: Any) -> None:
+    # The actors carry their LSTM state across segments and send each segment's start state with it.
+    model = ACER(
+        "MlpLstmPolicy",
+        make_vec_env("CartPole-v1", n_envs=2, seed=0),
+        policy_kwargs=dict(n_lstm=8),
+        **SETTINGS,
+    )
+    model.learn(300, actors=actors())
+    assert model.replay_buffer is not None and model.replay_buffer.state_size == 8
+    assert np.any(model.replay_buffer.initial_h[: len(model.replay_buffer)] != 0)
+    assert model._n_replay_updates > 0
+
+
 LEARNER = """
 import sys, ray
 from stable_baselines3.common.callbacks import BaseCallback
@@ -236,6 +263,18 @@ def test_learner_restarted_from_checkpoint_reconnects(ray_cluster: Any, tmp_path
     assert resumed.num_timesteps >= at_checkpoint + 200
     assert len(resumed.replay_buffer) > stored
     assert settings.stats["actors/segments"] >= 20
+
+
+def test_settings_that_do_not_fit_the_model() -> None:
+    model = cartpole_model()
+    with pytest.raises(ValueError, match="envs_per_actor=4 but the model has n_envs=2"):
+        RayActors("CartPole-v1", envs_per_actor=4).env_factory(model)
+    normalized = ACER("MlpPolicy", VecNormalize(make_vec_env("CartPole-v1", n_envs=2)), **SETTINGS)
+    with pytest.raises(ValueError, match="VecNormalize is not supported"):
+        RayActors("CartPole-v1").env_factory(normalized)
+    with pytest.raises(ValueError, match="n_actors must be a positive integer"):
+        RayActors("CartPole-v1", n_actors=0)
+    assert RayActors().env_factory(model).name == "CartPole-v1"
 
 
 def test_without_ray_one_line_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

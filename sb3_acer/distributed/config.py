@@ -3,6 +3,7 @@ actors make their envs with."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,10 +68,16 @@ class EnvFactory:
 
 
 def _spec_of(env: VecEnv | None) -> gym.envs.registration.EnvSpec | None:
-    """The ``EnvSpec`` of a ``DummyVecEnv``'s first env (``None`` if there is none to rebuild it from)."""
+    """The ``EnvSpec`` of a ``DummyVecEnv``'s first env: its id, kwargs, time limit and the wrappers that
+    ``gymnasium.make`` can make again (not ``Monitor``, which ``make_vec_env`` adds anyway); ``None`` if
+    there is none."""
     if not isinstance(env, DummyVecEnv):
         return None
-    return getattr(env.envs[0], "spec", None)
+    spec = getattr(env.envs[0], "spec", None)
+    if spec is None:
+        return None
+    recreatable = tuple(wrapper for wrapper in spec.additional_wrappers if wrapper.kwargs is not None)
+    return dataclasses.replace(spec, additional_wrappers=recreatable)
 
 
 @dataclass
