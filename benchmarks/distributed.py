@@ -52,6 +52,7 @@ from sb3_acer.cli.environments import make_env, resolve_env
 from sb3_acer.distributed import RayActors
 from sb3_acer.distributed.actors import SegmentMessage
 from sb3_acer.distributed.pool import writable
+from sb3_acer.envs.atari import make_atari_vec_env
 from sb3_acer.presets import load_preset
 from sb3_acer.rollout import collect_segment
 
@@ -182,7 +183,8 @@ def classic_receive_cost(env_id: str, repeats: int) -> dict[str, Any]:
 
 def atari_model(game: str, n_envs: int, device: str) -> ACER:
     """SB2's run_atari settings, with replay from the second segment on (every update after it replays)."""
-    env = AtariEnvFactory(game, "ale-vector")(n_envs=n_envs, seed=0)
+    # The synchronous loop steps these games, with one emulator thread per core as run_atari does.
+    env = make_atari_vec_env(game, n_envs, seed=0, sampler="ale-vector")
     return ACER(CnnPolicy, env, lr_schedule="constant", replay_start=20, device=device, seed=0)
 
 
