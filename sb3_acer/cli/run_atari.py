@@ -14,7 +14,9 @@ games on separately seeded environments, whose true (unclipped) scores are print
 (eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean)
 are full-game, unclipped scores too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv,
 which `sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard
-events and progress.csv).
+events and progress.csv). With --actors N the games are played by N Ray actors of --envs-per-actor games
+each, feeding one learner (docs/guide/distributed.md); their episodes go to
+<logdir>/monitor/actors.monitor.csv.
 """
 
 from __future__ import annotations
