@@ -50,7 +50,7 @@ left=$((total - (SECONDS - start)))
 echo "Pong from scratch with $pong_actors actors for $left s"
 timeout -s INT -k 40 "$left" "$python" -m sb3_acer.run_atari --env PongNoFrameskip-v4 --device "$device" \
     --actors "$pong_actors" --envs-per-actor "$n_envs" --logdir "$out/pong_actors" --checkpoint-freq 0 \
-    --eval-freq 0 --no-progress-bar 2>&1 | tee "$out/pong_actors.log"
+    --eval-freq 0 --torch-threads 1 --no-progress-bar 2>&1 | tee "$out/pong_actors.log"
 echo "run_atari exit status: ${PIPESTATUS[0]}"
 timeout 30 "$python" -m sb3_acer plot "$out/pong_actors/monitor" --out "$out/pong_actors.png" \
     || echo "plot failed: $?"
