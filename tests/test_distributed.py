@@ -177,6 +177,11 @@ def test_env_error_names_actor_and_env(ray_cluster: Any) -> None:
     assert settings.handles == []
 
 
+def test_more_actors_than_cpus_is_refused(ray_cluster: Any) -> None:
+    with pytest.raises(ValueError, match="5 actors of 1 CPU need 5 CPUs but the Ray cluster has 2"):
+        cartpole_model().learn(100, actors=RayActors("CartPole-v1", n_actors=5))
+
+
 def broken_factory(n_envs: int, seed: int | None) -> Any:
     raise OSError("no display")
 

@@ -91,8 +91,17 @@ class ActorPool:
 
         Raises:
             ActorEnvError: an actor's envs could not be made or reset.
-            ValueError: an actor's envs have other spaces than the model.
+            ValueError: the cluster has fewer CPUs than the actors reserve (they would wait forever), or an
+                actor's envs have other spaces than the model.
         """
+        n_actors, per_actor = self.settings.n_actors, self.settings.num_cpus_per_actor
+        needed = n_actors * per_actor
+        cpus = float(self.ray.cluster_resources().get("CPU", 0.0))
+        if needed > cpus:
+            raise ValueError(
+                f"{n_actors} actors of {per_actor:g} CPU need {needed:g} CPUs but the Ray cluster has "
+                f"{cpus:g}: use fewer actors, a smaller num_cpus_per_actor, or a larger cluster"
+            )
         self.handles = [self._new_actor(index) for index in range(self.settings.n_actors)]
         self.settings.handles = self.handles
         setups = [handle.setup.remote() for handle in self.handles]
