@@ -14,7 +14,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
@@ -30,6 +30,9 @@ from sb3_acer.replay import ReplayBuffer
 from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.segment import Segment
 from sb3_acer.validation import check_learn_arguments
+
+if TYPE_CHECKING:
+    from sb3_acer.distributed import RayActors
 
 __all__ = ["SegmentAlgorithm"]
 
@@ -63,6 +66,7 @@ class SegmentAlgorithm(BaseAlgorithm):
         tb_log_name: str = "ACER",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        actors: RayActors | None = None,
     ) -> SelfSegmentAlgorithm:
         """Train for at least ``total_timesteps`` environment steps.
 
@@ -76,6 +80,9 @@ class SegmentAlgorithm(BaseAlgorithm):
             tb_log_name: name of the TensorBoard run folder.
             reset_num_timesteps: restart the step counter (and the schedule) from 0.
             progress_bar: show a progress bar (needs ``tqdm`` and ``rich``).
+            actors: collect the segments with Ray actors (:class:`~sb3_acer.distributed.RayActors`, needs
+                ``pip install "sb3-acer[ray]"``) instead of this process's env; ``None`` (the default): the
+                synchronous loop, deterministic for a given seed.
 
         Returns:
             The trained model.
@@ -87,6 +94,19 @@ class SegmentAlgorithm(BaseAlgorithm):
         if seed is not None:
             self._last_obs = None  # the environments start again from the seed (a reset, as in SB3)
             self._last_lstm_state = None
+        if actors is not None:
+            from sb3_acer.distributed.learner import learn_with_actors  # Ray only when actors are asked for
+
+            return learn_with_actors(
+                self,
+                actors,
+                total_timesteps,
+                callback,
+                log_interval,
+                tb_log_name,
+                reset_num_timesteps,
+                progress_bar,
+            )
         total_timesteps, callback_obj = self._setup_learn(
             int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
         )

@@ -218,8 +218,11 @@ def _check_benchmark(script: str, args: list[str]) -> None:
 
 
 def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from sb3_acer.cli import main
+    from sb3_acer.cli import build_parser, main
 
+    if "--ray-address" in args:  # joins a Ray cluster (docs/guide/distributed.md): parsed only
+        build_parser().parse_args(args)
+        return
     if args and args[0] == "train":
         args = args + CUTS["train"]
     capsys.readouterr()  # the error below is this command's only
@@ -239,6 +242,8 @@ def _run_atari(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit) as exit_:
             main(args)
         assert exit_.value.code == 0 and "--num-timesteps" in capsys.readouterr().out
+    elif "--ray-address" in args:  # joins a Ray cluster: parsed only
+        build_parser().parse_args(args)
     elif build_parser().parse_args(args).device.startswith("cuda") and not torch.cuda.is_available():
         return  # parsed: the run needs a GPU
     else:
@@ -264,6 +269,8 @@ def check_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
             assert re.search(rf"^{re.escape(target)}:", _makefile(), re.M), f"no make target {target!r}"
     elif program == "pip":
         _check_pip(args)
+    elif program == "ray":  # a Ray cluster's commands (docs/guide/distributed.md): not run
+        assert args[:1] in (["start"], ["stop"], ["status"]), f"unexpected ray command {args}"
     elif program == "bash":
         assert (ROOT / args[0]).is_file(), args[0]
         subprocess.run(["bash", "-n", str(ROOT / args[0])], check=True)

@@ -14,7 +14,9 @@ games on separately seeded environments, whose true (unclipped) scores are print
 (eval/mean_reward) and saved in <logdir>/evaluations.npz. Training episode scores (rollout/ep_rew_mean)
 are full-game, unclipped scores too, and with --logdir they are written to <logdir>/monitor/*.monitor.csv,
 which `sb3-acer plot <logdir>/monitor` draws; the training log goes to <logdir>/ACER_<n> (TensorBoard
-events and progress.csv).
+events and progress.csv). With --actors N the games are played by N Ray actors of --envs-per-actor games
+each, feeding one learner (docs/guide/distributed.md); their episodes go to
+<logdir>/monitor/actors.monitor.csv.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ from stable_baselines3.common.utils import get_latest_run_id
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
+from sb3_acer.cli.actors import (
+    AtariEnvFactory,
+    actor_settings,
+    add_actor_options,
+    check_actor_options,
+    ray_session,
+)
 from sb3_acer.cli.arguments import check_device, integer
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
 from sb3_acer.cli.run_folder import (
@@ -51,6 +60,7 @@ from sb3_acer.cli.run_folder import (
     set_aside,
     set_aside_files,
 )
+from sb3_acer.distributed import RayActors
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
 from sb3_acer.schedules import LR_SCHEDULES
 from sb3_acer.serialization.model_file import saving_through_ctrl_c
@@ -158,6 +168,7 @@ def _add_training_options(run: argparse._ArgumentGroup) -> None:
         default=0,
         help="emulator threads of ale-vector (0: one per core)" + default,
     )
+    add_actor_options(run)
 
 
 def _add_output_options(output: argparse._ArgumentGroup) -> None:
@@ -337,9 +348,12 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     """Parse ``argv``, train, save; returns the path of the saved model."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.envs_per_actor is not None and args.actors is not None:  # the model's envs are one actor's
+        args.n_envs = args.envs_per_actor
     logdir = pathlib.Path(args.logdir) if args.logdir else None
     paths = _paths(args, logdir)
     try:
+        check_actor_options(args)
         _check_options(args, logdir, paths)
         # One run at a time where runs write (the run lock of `sb3-acer train`): a second one would mix its
         # logs with the first one's, and take the files the first set aside for a stopped run's.
@@ -429,13 +443,15 @@ def _run(
     logs: list[pathlib.Path],
 ) -> pathlib.Path:
     """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
-    the run's log folder is added to ``logs``."""
+    the run's log folder is added to ``logs``. With ``--actors`` the learner's own games are not played
+    (they give the model its spaces) and the actors' episodes go to the Monitor log."""
+    actors = actor_settings(args, AtariEnvFactory(args.env, args.sampler), paths.monitor)
     env = make_atari_vec_env(
         args.env,
         args.n_envs,
         seed=args.seed,
         sampler=args.sampler,
-        monitor_dir=None if paths.monitor is None else str(paths.monitor),
+        monitor_dir=None if paths.monitor is None or actors is not None else str(paths.monitor),
         num_threads=args.env_threads,
     )
     try:
@@ -474,7 +490,8 @@ def _run(
                 f"ACER on {args.env}: {args.n_envs} envs ({args.sampler}), {args.num_timesteps} steps "
                 f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
             )
-        _learn_and_save(args, model, paths.final, _callbacks(args, logdir, paths, eval_env), keep)
+        with ray_session(actors):
+            _learn_and_save(args, model, paths.final, _callbacks(args, logdir, paths, eval_env), keep, actors)
     finally:
         env.close()
         if eval_env is not None:
@@ -521,6 +538,7 @@ def _learn_and_save(
     final: pathlib.Path,
     callbacks: list[BaseCallback],
     keep: Callable[[], None],
+    actors: RayActors | None = None,
 ) -> None:
     """Train (Ctrl-C or a failure stops it) and save what was trained at ``final``; ``SystemExit`` with one
     line when nothing was trained, the model could not be saved there, or a failure stopped training."""
@@ -531,6 +549,7 @@ def _learn_and_save(
             callback=callbacks,
             log_interval=args.log_interval,
             progress_bar=not args.no_progress_bar,
+            actors=actors,
         )
     except KeyboardInterrupt:
         if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one

@@ -15,6 +15,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer import ACER
+from sb3_acer.cli.actors import TrainEnvFactory, actor_settings, add_actor_options, check_actor_options
 from sb3_acer.cli.arguments import add_gym_packages, check_device, non_negative_int, positive_int, random_seed
 from sb3_acer.cli.environments import torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
@@ -47,6 +48,7 @@ examples:
   {PROG} train LunarLander-v3 --hyperparams "policy_kwargs={{'net_arch': {{'pi': [128], 'qf': [256]}}}}"
   {PROG} train FrozenLake-v1 --env-kwargs is_slippery=False
   {PROG} train PongNoFrameskip-v4 --tensorboard-log tb/
+  {PROG} train CartPole-v1 --actors 2 --envs-per-actor 4
 
 Presets: {{presets}}.
 Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs and {DEFAULT_TIMESTEPS} steps (Atari:
@@ -77,6 +79,9 @@ def _train_epilog() -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     settings = train_settings(args)
+    check_actor_options(args, settings.normalize)
+    if args.envs_per_actor is not None:  # with actors, the model's envs are one actor's
+        settings = settings._replace(n_envs=args.envs_per_actor)
     # The small MLPs are several times faster on one thread than with threads competing for the cores;
     # --hyperparams num_procs=N chooses the count.
     single = settings.policy == "MlpPolicy" and "num_procs" not in settings.hyperparameters
@@ -116,7 +121,9 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     print(settings.source)
     print(
         f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
-        f"{settings.n_envs} envs{' (SafeSubprocVecEnv)' if args.vec_env == 'subproc' else ''}, "
+        f"{settings.n_envs} envs{' (SafeSubprocVecEnv)' if args.vec_env == 'subproc' else ''}"
+        + (f" on each of {args.actors} Ray actors" if args.actors else "")
+        + ", "
         f"seed {settings.seed}"
         + (", VecNormalize" if settings.normalize else "")
         + (f"({settings.normalize_kwargs})" if settings.normalize and settings.normalize_kwargs else "")
@@ -124,8 +131,11 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
     busy = f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another --seed or "
+    actors = actor_settings(
+        args, TrainEnvFactory(settings.env, settings.env_wrapper, settings.env_kwargs), run_dir
+    )
     with run_lock(run_dir, busy=busy + "--log-folder"):
-        return run(settings, args, run_dir, run_name, model_path)
+        return run(settings, args, run_dir, run_name, model_path, actors)
 
 
 def _check_policy_fits(
@@ -216,6 +226,7 @@ def add_parser(commands: Any) -> None:
         help="dummy: the envs step in this process (default); subproc: each in its own process "
         "(SafeSubprocVecEnv, for envs slow to step), as the zoo's --vec-env",
     )
+    add_actor_options(train)
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")
     train.add_argument(
         "--save-path",

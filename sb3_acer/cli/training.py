@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 import sb3_acer
 from sb3_acer.acer import ACER
+from sb3_acer.cli.actors import ray_session
 from sb3_acer.cli.environments import make_env
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line, stopped_by
 from sb3_acer.cli.normalization import finite_statistics, save_normalization
@@ -35,6 +36,7 @@ from sb3_acer.cli.run_folder import (
     sidecar,
 )
 from sb3_acer.cli.settings import TrainSettings
+from sb3_acer.distributed import RayActors
 from sb3_acer.presets import evaluation_normalization
 from sb3_acer.serialization.model_file import saving_through_ctrl_c, write_atomically
 
@@ -197,9 +199,11 @@ def run(
     run_dir: pathlib.Path,
     run_name: str,
     model_path: pathlib.Path,
+    actors: RayActors | None = None,
 ) -> int:
     """The run itself, in the locked run folder: the earlier run's files are set aside, the model
-    trained, saved and summed up; returns the exit code (130 when Ctrl-C stopped it)."""
+    trained (by ``actors`` if given), saved and summed up; returns the exit code (130 when Ctrl-C stopped
+    it)."""
     # Again, now that no other run can write here: a run of the same folder may have ended since the check.
     previous = previous_files(run_dir, model_path, args.overwrite)
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
@@ -211,19 +215,21 @@ def run(
     except OSError as error:
         put_back(aside)
         raise CLIError(f"cannot prepare the run: {one_line(error)}") from None
-    env, model = _start(settings, args, run_dir, aside, created)
+    env, model = _start(settings, args, run_dir, aside, created, monitor=actors is None)
     # The earlier run's files stay aside until this one has trained something (see below).
     eval_callback, on_best = _evaluation(settings, args, run_dir, model, env)
     start = time.perf_counter()
     interrupted = False
     failure: Exception | None = None
     try:
-        model.learn(
-            total_timesteps=settings.timesteps,
-            callback=[] if eval_callback is None else [eval_callback],
-            progress_bar=not args.no_progress_bar,
-            tb_log_name=run_name,
-        )
+        with ray_session(actors):
+            model.learn(
+                total_timesteps=settings.timesteps,
+                callback=[] if eval_callback is None else [eval_callback],
+                progress_bar=not args.no_progress_bar,
+                tb_log_name=run_name,
+                actors=actors,
+            )
     except KeyboardInterrupt:
         interrupted = True
     except Exception as error:  # the env (or a worker) failed hours in: keep what was trained
@@ -269,14 +275,19 @@ def _start(
     run_dir: pathlib.Path,
     aside: list[tuple[pathlib.Path, pathlib.Path]],
     created: list[pathlib.Path],
+    monitor: bool = True,
 ) -> tuple[VecEnv, ACER]:
-    """The run's envs (Monitor logs in ``run_dir``) and model. If they cannot be made, nothing of the run
+    """The run's envs (Monitor logs in ``run_dir`` if ``monitor``; with actors the learner writes them) and
+    model. If they cannot be made, nothing of the run
     is left (an empty run would block the corrected command without --overwrite) and the earlier run's
     files are put back."""
     env: VecEnv | None = None
     try:
         env = training_env(
-            settings, settings.n_envs, monitor_dir=run_dir, subprocesses=args.vec_env == "subproc"
+            settings,
+            settings.n_envs,
+            monitor_dir=run_dir if monitor else None,
+            subprocesses=args.vec_env == "subproc",
         )
         model = ACER(
             settings.policy,
