@@ -21,10 +21,11 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_acer.observation_checks import check_env_step
+from sb3_acer.observations import ObservationArrays
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.rollout import StepRecord, collect_segment
 from sb3_acer.segment import Segment
-from sb3_acer.validation import check_env_step
 
 __all__ = ["ActorEnvError", "RolloutActor", "SegmentMessage", "Weights", "actor_seed"]
 
@@ -104,7 +105,7 @@ class RolloutActor:
         self.env: VecEnv | None = None
         self.version = -1
         self.steps = 0
-        self._last_obs: np.ndarray | None = None
+        self._last_obs: ObservationArrays | None = None
         self._last_starts: np.ndarray | None = None
         self._last_lstm_state: LSTMState | None = None
 
