@@ -401,3 +401,27 @@ def test_vec_env_subproc_trains_as_the_dummy_vec_env_does(
         runs[vec_env] = load_results(str(logs / "CartPole-v1_0"))[["r", "l"]].to_numpy().tolist()
     assert runs["subproc"] == runs["dummy"] and len(runs["dummy"]) > 2
     assert "(SafeSubprocVecEnv)" in out
+
+
+def test_an_env_without_preset_gets_the_fallback_settings(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """Pendulum-v1 has no preset: a constant step (FALLBACK_HYPERPARAMETERS) over the constructor's SB2
+    defaults, said on the first line; the constructor itself keeps SB2's linear decay."""
+    code, out, err = run(
+        capsys,
+        "train",
+        "Pendulum-v1",
+        "--timesteps",
+        "40",
+        "--no-progress-bar",
+        "--log-folder",
+        str(tmp_path),
+    )
+    assert code == 0, err
+    assert (
+        "No preset for Pendulum-v1: using ACER's defaults with the command line's fallback (lr_schedule "
+        in out
+    )
+    assert ACER.load(tmp_path / "Pendulum-v1_0" / "model.zip").lr_schedule_name == "constant"
+    assert ACER("MlpPolicy", "CartPole-v1").lr_schedule_name == "linear"

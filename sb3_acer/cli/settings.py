@@ -40,8 +40,11 @@ __all__ = [
 #: Number of environments and steps of a run without a preset (Atari: SB2's ``run_atari`` settings).
 DEFAULT_N_ENVS = 4
 DEFAULT_TIMESTEPS = 100_000
-#: ACER's settings on an env with no preset (not Atari, not MinAtar), over the constructor's SB2 defaults.
-FALLBACK_HYPERPARAMETERS: dict[str, Any] = {}
+#: ACER's settings on an env with no preset (not Atari, not MinAtar), over the constructor's SB2 defaults:
+#: a constant step instead of SB2's linear decay to 0, which on CartPole, Acrobot and LunarLander at the
+#: default budget learned as A2C's defaults do where the decay lagged (benchmarks/fallback_defaults.py).
+FALLBACK_HYPERPARAMETERS: dict[str, Any] = {"lr_schedule": "constant"}
+_FALLBACK_RUN = "(lr_schedule constant)"
 ATARI_N_ENVS = 16
 ATARI_TIMESTEPS = 10_000_000
 
@@ -203,7 +206,9 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
             MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", False, {}, (), hyperparameters, {}, source
         )
     else:
-        source = f"No preset for {env_id}: using ACER's defaults."
+        source = (
+            f"No preset for {env_id}: using ACER's defaults with the command line's fallback {_FALLBACK_RUN}."
+        )
         hyperparameters = dict(FALLBACK_HYPERPARAMETERS)
         base = _Base(
             DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), hyperparameters, {}, source
