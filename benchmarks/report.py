@@ -338,6 +338,43 @@ def soak() -> str:
     return table(header, rows, "rrrrrr")
 
 
+MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
+
+
+def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The 1M-step MinAtar runs by game, then by algorithm (in MINATAR_ALGORITHMS' order)."""
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for env_id, runs in by_env(load("minatar_1m.json")["results"]).items():
+        game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
+        groups[game] = {
+            algo: [run for run in runs if run["algo"] == algo]
+            for algo in MINATAR_ALGORITHMS
+            if any(run["algo"] == algo for run in runs)
+        }
+    return groups
+
+
+def minatar() -> str:
+    """ACER, PPO, A2C and DQN on MinAtar at 1M steps: the final return, a greedy evaluation and steps/s."""
+    rows = []
+    for game, by_algo in minatar_groups().items():
+        acer_speed = statistics.median(column(by_algo["ACER"], "steps_per_second"))
+        for algo, runs in by_algo.items():
+            speed = statistics.median(column(runs, "steps_per_second"))
+            rows.append(
+                [
+                    game,
+                    algo,
+                    len(runs),
+                    pm(column(runs, "final_train_return")),
+                    pm(column(runs, "final_eval_mean")),
+                    f"{speed / acer_speed:.2f}",
+                ]
+            )
+    header = ["game", "algorithm", "seeds", "final return", "greedy evaluation", "env steps/s / ACER's"]
+    return table(header, rows, "llrrrr")
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "classic-control": classic_control,
     "lunarlander": lunarlander,
@@ -352,6 +389,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "against-sb2-speed": against_sb2_speed,
     "replay-memory": replay_memory,
     "soak": soak,
+    "minatar": minatar,
 }
 
 
@@ -392,12 +430,38 @@ def plot_lunarlander(out: pathlib.Path) -> None:
     fig.savefig(out, dpi=100)
 
 
+def plot_minatar(folder: pathlib.Path) -> None:
+    """One image per MinAtar game: each algorithm's mean training return (± std over seeds) against env
+    steps, the seeds' curves interpolated on a common grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for game, by_algo in minatar_groups().items():
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for algo, runs in by_algo.items():
+            grid = np.linspace(0, min(run["n_timesteps"] for run in runs), 101)
+            y = np.array([np.interp(grid, run["curve_steps"], run["curve_returns"]) for run in runs])
+            ax.plot(grid, y.mean(0), label=f"{algo} ({len(runs)} seeds)")
+            ax.fill_between(grid, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
+        ax.set(xlabel="environment steps", ylabel="return, last 100 training episodes", title=game)
+        ax.legend(loc="upper left")
+        fig.tight_layout()
+        fig.savefig(folder / f"minatar_{game.lower()}.png", dpi=80)
+        plt.close(fig)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is stale")
-    parser.add_argument("--plots", action="store_true", help="also draw docs/images/lunarlander.png")
+    parser.add_argument(
+        "--plots", action="store_true", help="also draw docs/images/lunarlander.png and minatar_*.png"
+    )
     return parser
 
 
@@ -413,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.write_text(new)
     if args.plots:
         plot_lunarlander(ROOT / "docs" / "images" / "lunarlander.png")
+        plot_minatar(ROOT / "docs" / "images")
     if args.check and stale:
         print(
             f"stale tables in: {', '.join(map(str, stale))} (run python benchmarks/report.py)",
