@@ -342,11 +342,10 @@ MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
 
 
 def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """The 1M-step MinAtar runs by game, then by algorithm (in MINATAR_ALGORITHMS' order)."""
+    """The 1M-step MinAtar runs by env id, then by algorithm (in MINATAR_ALGORITHMS' order)."""
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for env_id, runs in by_env(load("minatar_1m.json")["results"]).items():
-        game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
-        groups[game] = {
+        groups[env_id] = {
             algo: [run for run in runs if run["algo"] == algo]
             for algo in MINATAR_ALGORITHMS
             if any(run["algo"] == algo for run in runs)
@@ -357,13 +356,13 @@ def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
 def minatar() -> str:
     """ACER, PPO, A2C and DQN on MinAtar at 1M steps: the final return, a greedy evaluation and steps/s."""
     rows = []
-    for game, by_algo in minatar_groups().items():
+    for env_id, by_algo in minatar_groups().items():
         acer_speed = statistics.median(column(by_algo["ACER"], "steps_per_second"))
         for algo, runs in by_algo.items():
             speed = statistics.median(column(runs, "steps_per_second"))
             rows.append(
                 [
-                    game,
+                    env_id,
                     algo,
                     len(runs),
                     pm(column(runs, "final_train_return")),
@@ -371,7 +370,7 @@ def minatar() -> str:
                     f"{speed / acer_speed:.2f}",
                 ]
             )
-    header = ["game", "algorithm", "seeds", "final return", "greedy evaluation", "env steps/s / ACER's"]
+    header = ["env", "algorithm", "seeds", "final return", "greedy evaluation", "env steps/s / ACER's"]
     return table(header, rows, "llrrrr")
 
 
@@ -440,7 +439,8 @@ def plot_minatar(folder: pathlib.Path) -> None:
     import numpy as np
 
     folder.mkdir(parents=True, exist_ok=True)
-    for game, by_algo in minatar_groups().items():
+    for env_id, by_algo in minatar_groups().items():
+        game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for algo, runs in by_algo.items():
             grid = np.linspace(0, min(run["n_timesteps"] for run in runs), 101)

@@ -210,20 +210,32 @@ def test_train_and_enjoy_a_minatar_game_by_id(tmp_path: Any, capsys: pytest.Capt
 
     logs = tmp_path / "logs"
     code, out, err = run(
-        capsys, "train", "MinAtar/Breakout-v1", "--timesteps", "200", "--n-envs", "2", "--no-progress-bar",
+        capsys, "train", "MinAtar/Asterix-v1", "--timesteps", "200", "--n-envs", "2", "--no-progress-bar",
         "--log-folder", str(logs),
     )  # fmt: skip
     assert code == 0, err
-    assert "No preset for MinAtar/Breakout-v1: using ACER's defaults with MinAtar's settings" in out
-    model = ACER.load(logs / "MinAtar-Breakout-v1_0" / "model.zip")
+    assert "No preset for MinAtar/Asterix-v1: using ACER's defaults with MinAtar's settings" in out
+    model = ACER.load(logs / "MinAtar-Asterix-v1_0" / "model.zip")
     assert model.observation_space == spaces.Box(0.0, 1.0, (4, 10, 10), np.float32)
     assert isinstance(model.policy.features_extractor, MinAtarCNN)
-    assert model.lr_schedule_name == "constant"
-    code, out, err = run(
-        capsys, "enjoy", str(logs / "MinAtar-Breakout-v1_0" / "model.zip"), "--episodes", "1"
-    )
+    assert model.lr_schedule_name == "constant" and model.replay_ratio == 4  # ACER's default
+    code, out, err = run(capsys, "enjoy", str(logs / "MinAtar-Asterix-v1_0" / "model.zip"), "--episodes", "1")
     assert code == 0, err
-    assert "MinAtar/Breakout-v1: mean return over 1 episode " in out
+    assert "MinAtar/Asterix-v1: mean return over 1 episode " in out
+
+
+def test_a_minatar_game_with_a_preset_uses_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_helpers import run
+
+    code, out, err = run(
+        capsys, "train", "MinAtar/Breakout-v1", "--timesteps", "40", "--n-envs", "1", "--no-progress-bar",
+        "--log-folder", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Using the tuned preset for MinAtar/Breakout-v1" in out
+    model = ACER.load(tmp_path / "MinAtar-Breakout-v1_0" / "model.zip")
+    assert (model.replay_ratio, model.lr_schedule_name) == (8, "constant")
+    assert isinstance(model.policy.features_extractor, MinAtarCNN)
 
 
 def test_a_cnn_policy_on_the_float_grid_needs_an_extractor(

@@ -9,6 +9,8 @@ import shlex
 import sys
 import types
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +20,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
 from sb3_acer import ACER, presets
+from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env
 from sb3_acer.presets import (
     PresetError,
     WrapperSpec,
@@ -38,7 +41,10 @@ DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results.md"
 def test_preset_builds_and_trains_one_segment(env_id: str) -> None:
     preset = load_preset(env_id)
     assert preset.n_timesteps > 0 and preset.n_envs > 0
-    env: VecEnv = make_vec_env(env_id, n_envs=2, seed=0, wrapper_class=wrapper_class(preset.env_wrapper))
+    maker: Any = env_id
+    if is_minatar_id(env_id):  # the command line makes MinAtar games with their channel-first float view
+        maker = partial(make_minatar_env, env_id)
+    env: VecEnv = make_vec_env(maker, n_envs=2, seed=0, wrapper_class=wrapper_class(preset.env_wrapper))
     if preset.normalize:
         gamma = float(preset.hyperparameters.get("gamma", 0.99))
         env = VecNormalize(env, gamma=gamma, **preset.normalize_kwargs)
