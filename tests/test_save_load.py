@@ -212,6 +212,32 @@ def test_load_kwargs_and_custom_objects_override_hyperparameters(trained: tuple[
         ACER.load(path, bogus=1)
 
 
+def test_custom_objects_replace_the_spaces_when_the_networks_fit(trained: tuple[ACER, pathlib.Path]) -> None:
+    """As SB3's load: the spaces of custom_objects replace the saved ones (other bounds); another shape, kind
+    or number of actions, or a value that is not a space, is refused with the key named."""
+    model, path = trained
+    wider = gym.spaces.Box(-10.0, 10.0, model.observation_space.shape, np.float32)
+    loaded = ACER.load(path, custom_objects={"observation_space": wider, "action_space": model.action_space})
+    assert loaded.observation_space == wider and loaded.action_space == model.action_space
+    observation = np.zeros(model.observation_space.shape, np.float32)
+    assert (
+        loaded.predict(observation, deterministic=True)[0]
+        == model.predict(observation, deterministic=True)[0]
+    )
+    n = int(model.action_space.n)
+    for key, space in [
+        ("observation_space", gym.spaces.Box(-1.0, 1.0, (7,), np.float32)),
+        ("action_space", gym.spaces.Discrete(n + 1)),
+        ("action_space", gym.spaces.MultiBinary(n)),
+    ]:
+        with pytest.raises(ValueError, match=rf"custom_objects\['{key}'\] .* does not fit the saved model's"):
+            ACER.load(path, custom_objects={key: space})
+    with pytest.raises(
+        ValueError, match=r"custom_objects\['action_space'\] must be a gymnasium space, got int"
+    ):
+        ACER.load(path, custom_objects={"action_space": 3})
+
+
 @pytest.mark.parametrize("q_lr_ratio", [None, 1.0])  # the saved grouping (two groups), or another one
 def test_load_overrides_of_the_optimizer_settings_reach_the_optimizer(
     trained: tuple[ACER, pathlib.Path], q_lr_ratio: float | None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import pathlib
 import platform
@@ -32,6 +33,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 from sb3_acer.action_spaces import replay_action_settings
 from sb3_acer.observations import observation_layout
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
+from sb3_acer.serialization.custom_spaces import SPACE_KEYS, replaced_space
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -602,6 +604,13 @@ def load_model(
         # live in a script this process cannot import; the saved tensors must still fit the network.
         replaced_policy_kwargs = custom_objects.pop("policy_kwargs", None)
         saved = _read_saved_model(path, keep_buffer, replaced_policy_kwargs, print_system_info)
+        saved = dataclasses.replace(
+            saved,
+            observation_space=replaced_space("observation_space", saved.observation_space, custom_objects),
+            action_space=replaced_space("action_space", saved.action_space, custom_objects),
+        )
+        for key in SPACE_KEYS:
+            custom_objects.pop(key, None)
         policy_class, policy_given, overrides = _apply_arguments(cls, saved, custom_objects, kwargs)
         model = _build_model(cls, path, saved, policy_class, device, overrides)
         if env is not None:
