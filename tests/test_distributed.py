@@ -193,6 +193,22 @@ def test_env_that_cannot_be_made_names_actor_and_env(ray_cluster: Any) -> None:
     assert settings.handles == []
 
 
+def dict_image_envs(n_envs: int, seed: int | None) -> Any:
+    """SB3's dict env with a channel-last image key (the actor transposes it as SB3 did the model's)."""
+    from stable_baselines3.common.envs import SimpleMultiObsEnv
+
+    return make_vec_env(lambda: SimpleMultiObsEnv(random_start=False), n_envs=n_envs, seed=seed)
+
+
+def test_box_actions_and_dict_observations_with_actors(ray_cluster: Any) -> None:
+    box = ACER("MlpPolicy", make_vec_env("Pendulum-v1", n_envs=2, seed=0), **SETTINGS)
+    box.learn(200, actors=RayActors("Pendulum-v1", n_actors=1, num_cpus_per_actor=0.5))
+    assert box.num_timesteps >= 200 and box.replay_buffer is not None and len(box.replay_buffer) > 0
+    multi = ACER("MultiInputPolicy", dict_image_envs(2, 0), **SETTINGS)
+    multi.learn(200, actors=RayActors(dict_image_envs, n_actors=1, num_cpus_per_actor=0.5))
+    assert multi.num_timesteps >= 200 and multi.replay_buffer is not None and len(multi.replay_buffer) > 0
+
+
 def test_recurrent_policy_with_actors(ray_cluster: Any) -> None:
     # The actors carry their LSTM state across segments and send each segment's start state with it.
     model = ACER(

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.observation_checks import check_env_step
@@ -129,10 +130,14 @@ class RolloutActor:
             if self.seed is not None:
                 th.manual_seed(self.seed)
             try:
-                env = self.env_fn(n_envs=self.n_envs, seed=self.seed)
+                # Channel-first images, as the model's env got them (SB3 wraps it in VecTransposeImage).
+                env = BaseAlgorithm._wrap_env(
+                    self.env_fn(n_envs=self.n_envs, seed=self.seed), verbose=0, monitor_wrapper=False
+                )
                 if env.num_envs != self.n_envs:
                     raise ValueError(f"the env factory made {env.num_envs} envs, not {self.n_envs}")
-                obs = np.asarray(env.reset())
+                reset_obs = env.reset()
+                obs = reset_obs if isinstance(reset_obs, dict) else np.asarray(reset_obs)
                 check_env_step(observations=obs, num_timesteps=0, what="reset")
             except Exception as error:
                 raise self._error(error) from error
