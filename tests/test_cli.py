@@ -43,7 +43,13 @@ def test_help_of_each_command_has_examples(capsys: pytest.CaptureFixture[str], c
 
 def test_train_help_lists_the_presets(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "train", "-h")
-    assert "Presets: Acrobot-v1, CartPole-v1, LunarLander-v3, MountainCar-v0." in out
+    assert (
+        "Presets: Acrobot-v1, CartPole-v1, LunarLander-v3, MinAtar/Breakout-v1, MinAtar/SpaceInvaders-v1, "
+        "MountainCar-v0." in out
+    )
+    assert "ACER's defaults are used with 4 envs, 100000 steps and lr_schedule constant" in " ".join(
+        out.split()
+    )
 
 
 def test_unknown_env_id_is_one_line_and_exit_code_2(
