@@ -22,6 +22,7 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv
 
+from sb3_acer.envs.mujoco import require_mujoco
 from sb3_acer.schedules import LR_SCHEDULES
 
 __all__ = [
@@ -331,6 +332,8 @@ def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEn
                 "a VecEnv); ACER.load(path) reads a saved model without one"
             )
         return None
+    if isinstance(env, str):
+        require_mujoco(env)
     env = maybe_make_env(env, verbose)
     check_spaces(env.observation_space, env.action_space)
     return env

@@ -1,6 +1,6 @@
 """The environments of the commands: an environment id checked (and Atari's or MinAtar's games
-registered), its vector env built as a run uses it (``Monitor``, Atari preprocessing, the preset's
-wrappers), and the torch threads a command runs with."""
+registered, MuJoCo's package checked), its vector env built as a run uses it (``Monitor``, Atari
+preprocessing, the preset's wrappers), and the torch threads a command runs with."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack,
 
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
 from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_minatar_envs
+from sb3_acer.envs.mujoco import MuJoCoNotInstalledError, require_mujoco
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
 
@@ -71,7 +72,7 @@ def resolve_env(env_id: str, packages: Sequence[str] = ()) -> EnvInfo:
     ``MinAtar/...`` id).
 
     Raises:
-        CLIError: a MinAtar or Atari id without its package, or a package that cannot be imported.
+        CLIError: a MinAtar, Atari or MuJoCo id without its package, or a package that cannot be imported.
         UsageError: the id is unknown.
     """
     import_gym_packages(packages)
@@ -98,6 +99,10 @@ def resolve_env(env_id: str, packages: Sequence[str] = ()) -> EnvInfo:
         spec = gym.spec(env_id)
     except (gym.error.Error, ModuleNotFoundError) as error:
         raise UsageError(f"unknown environment id {env_id!r}: {error}") from None
+    try:
+        require_mujoco(env_id)
+    except MuJoCoNotInstalledError as error:
+        raise CLIError(str(error)) from None
     return EnvInfo(
         env_id=full_id,
         atari="ale_py" in str(spec.entry_point),

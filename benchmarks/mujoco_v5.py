@@ -1,0 +1,405 @@
+"""ACER against SB3's PPO (rl-baselines3-zoo's MuJoCo settings) on Gymnasium's MuJoCo v5 tasks, in one run.
+
+The five tasks of issue 46 (:data:`MUJOCO_ENVS`: InvertedPendulum, Hopper, HalfCheetah, Walker2d, Ant, all
+``-v5``), 1M env steps each by default, every seed of ``--seeds`` for each algorithm. Runs go one after the
+other in one process with ``torch.set_num_threads(1)``. For each (env, algorithm, seed) the script records:
+
+* the mean return of the last 100 training episodes (``Monitor``);
+* a deterministic evaluation of the final policy (``--eval-episodes`` on a separately seeded env, observations
+  normalised with the training run's statistics where the run normalises them);
+* the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps,
+  with the training wall-clock there;
+* env steps per second of training (and its ratio to PPO's in the table), and the machine.
+
+PPO's settings (:data:`PPO_ZOO`) are rl-baselines3-zoo's ``hyperparams/ppo.yml`` (rl_zoo3 2.9.2) for the
+``-v4`` (InvertedPendulum: ``-v2``) versions of these tasks, which the zoo has not re-tuned for ``-v5``.
+ACER's (:data:`ACER_PRESETS`) are candidate presets in ``acer.yml``'s keys: InvertedPendulum's learned the
+task in the trials of issue 46 (see CHANGELOG); the four others are untested candidates until this script
+has measured them, which is why they are not in ``acer.yml`` yet. ``--set key=value`` overrides them.
+
+SAC's and TD3's figures (:data:`ZOO_OFF_POLICY`) are rl-baselines3-zoo's ``benchmark.md``: one trained agent
+each, 1M steps, on the **-v3** tasks (mujoco-py), deterministic evaluation; quoted beside the table, not run.
+
+Usage::
+
+    python benchmarks/mujoco_v5.py --seeds 0 1 2 --timesteps 1000000 \\
+        --run-dir benchmarks/results/mujoco_1m_runs --out benchmarks/results/mujoco_1m.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import git_commit, parse_overrides, write_results
+from benchmarks.minatar_games import WINDOW, CurveRecorder, RunResult
+from sb3_acer import ACER
+
+MUJOCO_ENVS = ("InvertedPendulum-v5", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5")
+
+ALGOS = ("ACER", "PPO")
+
+#: The zoo's MuJoCo networks for PPO (its ``policy_kwargs`` strings, as a dict here).
+ZOO_NETWORK: dict[str, Any] = dict(
+    log_std_init=-2, ortho_init=False, activation_fn=th.nn.ReLU, net_arch=dict(pi=[256, 256], vf=[256, 256])
+)
+
+# rl-baselines3-zoo 2.9.2, hyperparams/ppo.yml: every entry has normalize: true (VecNormalize of observations
+# and rewards) and n_envs: 1. InvertedPendulum-v2, HalfCheetah-v4, Hopper-v4 and Walker2d-v4 are tuned
+# entries; Ant-v4 is the "mujoco-defaults" entry (SB3's PPO defaults; the tuned Ant-v4 is commented out).
+PPO_ZOO: dict[str, dict[str, Any]] = {
+    "InvertedPendulum-v5": dict(  # InvertedPendulum-v2
+        batch_size=64,
+        n_steps=32,
+        gamma=0.999,
+        learning_rate=0.000222425,
+        ent_coef=1.37976e-07,
+        clip_range=0.4,
+        n_epochs=5,
+        gae_lambda=0.9,
+        max_grad_norm=0.3,
+        vf_coef=0.19816,
+    ),
+    "Hopper-v5": dict(  # Hopper-v4
+        batch_size=32,
+        n_steps=512,
+        gamma=0.999,
+        learning_rate=9.80828e-05,
+        ent_coef=0.00229519,
+        clip_range=0.2,
+        n_epochs=5,
+        gae_lambda=0.99,
+        max_grad_norm=0.7,
+        vf_coef=0.835671,
+        policy_kwargs=ZOO_NETWORK,
+    ),
+    "HalfCheetah-v5": dict(  # HalfCheetah-v4
+        batch_size=64,
+        n_steps=512,
+        gamma=0.98,
+        learning_rate=2.0633e-05,
+        ent_coef=0.000401762,
+        clip_range=0.1,
+        n_epochs=20,
+        gae_lambda=0.92,
+        max_grad_norm=0.8,
+        vf_coef=0.58096,
+        policy_kwargs=ZOO_NETWORK,
+    ),
+    "Walker2d-v5": dict(  # Walker2d-v4
+        batch_size=32,
+        n_steps=512,
+        gamma=0.99,
+        learning_rate=5.05041e-05,
+        ent_coef=0.000585045,
+        clip_range=0.1,
+        n_epochs=20,
+        gae_lambda=0.95,
+        max_grad_norm=1,
+        vf_coef=0.871923,
+    ),
+    "Ant-v5": dict(),  # Ant-v4: &mujoco-defaults
+}
+
+# rl-baselines3-zoo benchmark.md (github.com/DLR-RM/rl-baselines3-zoo, commit 0088472b): (mean, std) of the
+# deterministic evaluation of one agent trained for 1M steps on the -v3 task; InvertedPendulum is not there.
+ZOO_OFF_POLICY: dict[str, dict[str, tuple[float, float] | None]] = {
+    "InvertedPendulum-v5": {"SAC": None, "TD3": None},
+    "Hopper-v5": {"SAC": (2325.547, 1129.676), "TD3": (3606.390, 4.027)},
+    "HalfCheetah-v5": {"SAC": (9535.451, 100.470), "TD3": (9655.666, 969.916)},
+    "Walker2d-v5": {"SAC": (3863.203, 254.347), "TD3": (4717.823, 46.303)},
+    "Ant-v5": {"SAC": (4615.791, 1354.111), "TD3": (5813.274, 589.773)},
+}
+ZOO_OFF_POLICY_VERSION = "-v3 (mujoco-py), rl-baselines3-zoo benchmark.md, 1M steps, one agent"
+
+# Candidate ACER presets (acer.yml's keys; normalize: observations only, as VecNormalize(norm_reward=False)).
+# InvertedPendulum-v5: ACER's defaults with 4 envs and normalised observations reached a deterministic
+# evaluation of 1000 (the maximum) after 150k steps in the trials of issue 46. The others: the same, with the
+# zoo's 256x256 networks, untested.
+ACER_DEFAULT: dict[str, Any] = dict(
+    n_envs=4,
+    policy="MlpPolicy",
+    normalize="obs",
+    n_steps=20,
+    learning_rate=7e-4,
+    replay_ratio=4,
+    buffer_size=5000,
+    replay_start=1000,
+    ent_coef=0.01,
+)
+ACER_PRESETS: dict[str, dict[str, Any]] = {
+    "InvertedPendulum-v5": dict(ACER_DEFAULT),
+    **{
+        env_id: dict(ACER_DEFAULT, policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]))")
+        for env_id in MUJOCO_ENVS[1:]
+    },
+}
+
+#: Keys of an ACER preset that are not ACER's constructor arguments.
+PRESET_KEYS = ("n_envs", "policy", "normalize", "policy_kwargs")
+
+
+def normalized(env: VecEnv, normalize: str | bool, gamma: float) -> VecEnv:
+    """``env`` in ``VecNormalize``: ``"obs"`` observations only, ``True`` observations and rewards."""
+    if not normalize:
+        return env
+    return VecNormalize(env, norm_obs=True, norm_reward=normalize is True, gamma=gamma)
+
+
+def make_model(algo: str, env_id: str, seed: int, overrides: dict[str, Any]) -> tuple[BaseAlgorithm, VecEnv]:
+    if algo == "ACER":
+        kwargs = {**ACER_PRESETS[env_id], **overrides}
+        n_envs, policy, normalize = kwargs.pop("n_envs"), kwargs.pop("policy"), kwargs.pop("normalize")
+        policy_kwargs = eval(kwargs.pop("policy_kwargs", "dict()"), {"nn": th.nn})  # acer.yml's strings
+        env = normalized(make_vec_env(env_id, n_envs=n_envs, seed=seed), normalize, kwargs.get("gamma", 0.99))
+        return ACER(policy, env, seed=seed, policy_kwargs=policy_kwargs, **kwargs), env
+    kwargs = dict(PPO_ZOO[env_id])
+    env = normalized(make_vec_env(env_id, n_envs=1, seed=seed), True, kwargs.get("gamma", 0.99))
+    return PPO("MlpPolicy", env, seed=seed, **kwargs), env
+
+
+def describe(algo: str, env_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a run as JSON can hold them (classes by name)."""
+    if algo == "ACER":
+        return {**ACER_PRESETS[env_id], **overrides}
+
+    def text(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: text(item) for key, item in value.items()}
+        return value.__qualname__ if isinstance(value, type) else value
+
+    return {"n_envs": 1, "policy": "MlpPolicy", "normalize": True, **text(PPO_ZOO[env_id])}
+
+
+def evaluate(model: BaseAlgorithm, env: VecEnv, env_id: str, seed: int, episodes: int) -> tuple[float, float]:
+    """The final policy's deterministic return on a separately seeded env, with the training statistics."""
+    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+    if isinstance(env, VecNormalize):
+        eval_env = VecNormalize(eval_env, training=False, norm_obs=env.norm_obs, norm_reward=False)
+        eval_env.obs_rms = env.obs_rms
+    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
+    eval_env.close()
+    return float(mean), float(std)  # type: ignore[arg-type]
+
+
+def run_one(
+    algo: str, env_id: str, seed: int, timesteps: int, eval_episodes: int, overrides: dict[str, Any]
+) -> RunResult:
+    th.set_num_threads(1)
+    model, env = make_model(algo, env_id, seed, overrides if algo == "ACER" else {})
+    recorder = CurveRecorder(every=timesteps // 100)
+    start = time.perf_counter()
+    model.learn(timesteps, callback=recorder)
+    train_seconds = time.perf_counter() - start
+    mean, std = evaluate(model, env, env_id, seed, eval_episodes)
+    env.close()
+    return RunResult(
+        algo=algo,
+        env_id=env_id,
+        seed=seed,
+        n_timesteps=model.num_timesteps,
+        n_episodes=recorder.n_episodes,
+        final_train_return=recorder.final(),
+        final_eval_mean=mean,
+        final_eval_std=std,
+        steps_per_second=model.num_timesteps / train_seconds,
+        train_seconds=train_seconds,
+        settings=describe(algo, env_id, overrides),
+        curve_steps=recorder.steps,
+        curve_returns=recorder.means,
+        curve_seconds=recorder.seconds,
+    )
+
+
+def spread(values: list[float]) -> str:
+    std = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} ± {std:.1f}"
+
+
+def summarise(results: list[RunResult]) -> str:
+    """A markdown table: per env and algorithm, the mean (± std over seeds) of the final training return and
+    of the evaluation, the median steps/s and its ratio to PPO's in the same run; then the zoo's SAC and
+    TD3."""
+    lines = [
+        "| env | algo | seeds | final return, last 100 training episodes | deterministic eval "
+        "| env steps/s | steps/s / PPO's |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for env_id in [e for e in MUJOCO_ENVS if any(r.env_id == e for r in results)]:
+        speed = {
+            algo: statistics.median(
+                [r.steps_per_second for r in results if (r.env_id, r.algo) == (env_id, algo)]
+            )
+            for algo in {r.algo for r in results if r.env_id == env_id}
+        }
+        for algo in [a for a in ALGOS if a in speed]:
+            runs = [r for r in results if (r.env_id, r.algo) == (env_id, algo)]
+            finals = [r.final_train_return for r in runs if r.final_train_return is not None]
+            ratio = f"{speed[algo] / speed['PPO']:.2f}" if "PPO" in speed else "-"
+            lines.append(
+                f"| {env_id} | {algo} | {len(runs)} | {spread(finals) if finals else '-'} | "
+                f"{spread([r.final_eval_mean for r in runs])} | {speed[algo]:,.0f} | {ratio} |"
+            )
+        for algo, figure in ZOO_OFF_POLICY[env_id].items():
+            if figure is not None:
+                lines.append(
+                    f"| {env_id} | {algo} (zoo, -v3) | 1 | - | {figure[0]:.1f} ± {figure[1]:.1f} | - | - |"
+                )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """This script's command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--envs", nargs="+", choices=MUJOCO_ENVS, default=list(MUJOCO_ENVS))
+    parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an entry of ACER's presets (a Python literal), e.g. --set replay_ratio=8",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="keep each finished run as <env>_<algo>_<seed>.json here, and take a run found there instead "
+        "of running it again (a long benchmark then goes on where it stopped)",
+    )
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: write --out from the runs kept in --run-dir, naming the runs still missing",
+    )
+    return parser
+
+
+Job = tuple[str, str, int, int, int, dict[str, Any]]
+
+#: The code a run used: the commit checked out when this script started (kept with each ``--run-dir`` run).
+COMMIT_AT_START = git_commit()
+
+
+def run_file(run_dir: Path, job: Job) -> Path:
+    """Where ``--run-dir`` keeps the result of ``job``."""
+    algo, env_id, seed = job[:3]
+    return run_dir / f"{env_id}_{algo}_{seed}.json"
+
+
+def wanted(job: Job) -> dict[str, Any]:
+    """What a kept run must have been run with to stand for ``job``."""
+    algo, env_id, _, timesteps, eval_episodes, overrides = job
+    return json.loads(
+        json.dumps(
+            dict(timesteps=timesteps, eval_episodes=eval_episodes, settings=describe(algo, env_id, overrides))
+        )
+    )
+
+
+def load_run(path: Path, job: Job) -> RunResult:
+    """A run kept by ``--run-dir``; refuses one whose budget or settings differ from ``job``'s."""
+    kept = json.loads(path.read_text())
+    if kept["job"] != wanted(job):
+        raise SystemExit(f"{path}: kept for other settings {kept['job']}; move it away to run again")
+    return RunResult(**kept["result"])
+
+
+def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:
+    """When and from which commit each kept run of ``jobs`` finished (the runs may span several sessions)."""
+    kept = {}
+    for job in jobs:
+        path = run_file(run_dir, job)
+        if path.exists():
+            record = json.loads(path.read_text())
+            kept[path.name] = {"finished": record.get("finished"), "commit": record.get("commit")}
+    return kept
+
+
+def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
+    if run_dir is not None and run_file(run_dir, job).exists():
+        return load_run(run_file(run_dir, job), job)
+    result = run_one(*job)
+    print(json.dumps({k: v for k, v in asdict(result).items() if not k.startswith("curve_")}), flush=True)
+    if run_dir is not None:
+        kept = dict(
+            job=wanted(job),
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            commit=COMMIT_AT_START,
+            result=asdict(result),
+        )
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_file(run_dir, job).write_text(json.dumps(kept, indent=1))
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    overrides = parse_overrides(args.overrides)
+    unknown = set(overrides) - set(PRESET_KEYS) - set(inspect.signature(ACER).parameters)
+    if unknown:
+        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+    # Seed by seed, the algorithms one after the other: whatever else the machine runs meanwhile slows them
+    # alike, and a stopped benchmark leaves whole seeds.
+    jobs: list[Job] = [
+        (algo, env_id, seed, args.timesteps, args.eval_episodes, overrides)
+        for env_id in args.envs
+        for seed in args.seeds
+        for algo in args.algos
+    ]
+    if args.collect:
+        if args.run_dir is None:
+            raise SystemExit("--collect needs --run-dir")
+        missing = [
+            run_file(args.run_dir, job).name for job in jobs if not run_file(args.run_dir, job).exists()
+        ]
+        if missing:
+            print(f"not run yet ({len(missing)}): {', '.join(missing)}", file=sys.stderr)
+        jobs = [job for job in jobs if run_file(args.run_dir, job).exists()]
+    results = [run_job(job, args.run_dir) for job in jobs]
+    print(summarise(results))
+    if args.out is not None:
+        write_results(
+            args.out,
+            script="mujoco_v5.py",
+            args=argv or sys.argv[1:],
+            machine=(
+                f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores, "
+                "torch threads 1"
+            ),
+            results=results,
+            acer_overrides=overrides,
+            window=WINDOW,
+            zoo_off_policy={"version": ZOO_OFF_POLICY_VERSION, "figures": ZOO_OFF_POLICY},
+            kept_runs=kept_runs(args.run_dir, jobs) if args.run_dir is not None else None,
+        )
+
+
+if __name__ == "__main__":
+    main()

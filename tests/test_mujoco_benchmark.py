@@ -1,0 +1,57 @@
+"""benchmarks/mujoco_v5.py: a tiny run writes its record (final evaluation, learning curve, steps/s), keeps
+each finished run in --run-dir and takes it from there instead of running it again."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+import benchmarks.mujoco_v5 as bench
+
+
+def test_a_tiny_run_writes_the_record_and_resumes(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir, out = tmp_path / "runs", tmp_path / "out.json"
+    argv = ["--envs", "InvertedPendulum-v5", "--algos", "ACER", "--seeds", "0", "--timesteps", "400"]
+    argv += [
+        "--eval-episodes",
+        "2",
+        "--set",
+        "replay_start=100",
+        "--run-dir",
+        str(run_dir),
+        "--out",
+        str(out),
+    ]
+    bench.main(argv)
+    record = json.loads(out.read_text())
+    (result,) = record["results"]
+    assert (result["algo"], result["env_id"], result["seed"]) == ("ACER", "InvertedPendulum-v5", 0)
+    assert result["n_timesteps"] >= 400 and result["steps_per_second"] > 0
+    assert result["final_eval_mean"] > 0
+    assert result["curve_steps"] and len(result["curve_steps"]) == len(result["curve_seconds"])
+    assert result["settings"]["replay_start"] == 100
+    assert record["meta"]["zoo_off_policy"]["figures"]["Hopper-v5"]["SAC"][0] > 0
+    kept = run_dir / "InvertedPendulum-v5_ACER_0.json"
+    assert kept.exists() and "InvertedPendulum-v5_ACER_0.json" in record["meta"]["kept_runs"]
+
+    def not_again(*job: Any) -> Any:
+        raise AssertionError(f"ran {job} again")
+
+    monkeypatch.setattr(bench, "run_one", not_again)
+    bench.main([*argv, "--collect"])
+    assert json.loads(out.read_text())["results"] == record["results"]
+    with pytest.raises(SystemExit, match="kept for other settings"):
+        bench.main([*argv[:-4], "--set", "replay_start=200", "--run-dir", str(run_dir)])
+
+
+def test_every_env_has_settings_and_the_zoo_figures() -> None:
+    for env_id in bench.MUJOCO_ENVS:
+        assert env_id in bench.PPO_ZOO and env_id in bench.ACER_PRESETS and env_id in bench.ZOO_OFF_POLICY
+    assert "-v3" in bench.ZOO_OFF_POLICY_VERSION
