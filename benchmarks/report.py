@@ -338,6 +338,37 @@ def soak() -> str:
     return table(header, rows, "rrrrrr")
 
 
+def fallback_defaults() -> str:
+    """The command line's fallback (no preset) against the constructor's defaults and A2C's defaults."""
+    records = load("fallback_defaults.json")["results"]
+    rows = []
+    for env_id, runs in by_env(records).items():
+        configs = {
+            config: [run for run in runs if run["config"] == config]
+            for config in dict.fromkeys(column(runs, "config"))
+        }
+        a2c_speed = statistics.median(column(configs["A2C"], "steps_per_second"))
+        for config, mine in configs.items():
+            label = {
+                "A2C": "A2C, SB3's defaults",
+                "ACER-constructor": "ACER, the constructor's (SB2's) defaults",
+                "ACER-fallback": "**ACER, `sb3-acer train`'s fallback**",
+            }[config]
+            speed = statistics.median(column(mine, "steps_per_second"))
+            rows.append(
+                [
+                    env_id,
+                    label,
+                    len(mine),
+                    pm(column(mine, "final_train_return")),
+                    pm(column(mine, "final_eval_mean")),
+                    f"{speed / a2c_speed:.2f}",
+                ]
+            )
+    header = ["env", "settings", "seeds", "final return", "greedy evaluation", "env steps/s / A2C's"]
+    return table(header, rows, "llrrrr")
+
+
 MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
 
 
@@ -389,6 +420,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "replay-memory": replay_memory,
     "soak": soak,
     "minatar": minatar,
+    "fallback-defaults": fallback_defaults,
 }
 
 
