@@ -1,16 +1,19 @@
-"""Shared pieces of the benchmark scripts: threshold tracking over training episodes, and the JSON record
-of a run (its results with the command, date and machine that produced them)."""
+"""Shared pieces of the benchmark scripts: threshold tracking over training episodes, the JSON record of a
+run (its results with the command, date and machine that produced them), and runs kept one by one
+(``--run-dir``) so that a long benchmark goes on where it stopped."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import platform
 import shlex
 import subprocess
+import sys
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -118,3 +121,96 @@ class ThresholdTracker(BaseCallback):
                 if self.stop:
                     return False
         return True
+
+
+# ---------------------------------------------------------------------- kept runs (--run-dir, --collect)
+
+#: A benchmark job: (algorithm, env or game, seed, timesteps, evaluation episodes, ACER overrides).
+Job = tuple[str, str, int, int, int, dict[str, Any]]
+
+#: The code a run used: the commit checked out when the benchmark started (kept with each ``--run-dir`` run).
+COMMIT_AT_START = git_commit()
+
+
+def add_run_dir_options(parser: argparse.ArgumentParser, name: str) -> None:
+    """``--run-dir`` (keep each finished run as ``<name>_<algo>_<seed>.json``, resume) and ``--collect``."""
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help=f"keep each finished run as <{name}>_<algo>_<seed>.json here, and take a run found there "
+        "instead of running it again (a long benchmark then goes on where it stopped)",
+    )
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: write --out from the runs kept in --run-dir, naming the runs still missing",
+    )
+
+
+def run_file(run_dir: Path, job: Job) -> Path:
+    """Where ``--run-dir`` keeps the result of ``job``."""
+    algo, name, seed = job[:3]
+    return run_dir / f"{name}_{algo}_{seed}.json"
+
+
+def job_settings(job: Job, describe: Callable[[str, str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """What a kept run must have been run with to stand for ``job`` (as JSON reads it back)."""
+    algo, name, _, timesteps, eval_episodes, overrides = job
+    settings = dict(
+        timesteps=timesteps, eval_episodes=eval_episodes, settings=describe(algo, name, overrides)
+    )
+    return json.loads(json.dumps(settings))
+
+
+def run_or_load(
+    job: Job,
+    run_dir: Path | None,
+    run: Callable[[], Any],
+    result_class: type,
+    describe: Callable[[str, str, dict[str, Any]], dict[str, Any]],
+) -> Any:
+    """The result of ``job``: the one kept in ``run_dir`` (refused if kept for other settings), or
+    ``run()``'s, printed and then kept there."""
+    wanted = job_settings(job, describe)
+    path = None if run_dir is None else run_file(run_dir, job)
+    if path is not None and path.exists():
+        kept = json.loads(path.read_text())
+        if kept["job"] != wanted:
+            raise SystemExit(f"{path}: kept for other settings {kept['job']}; move it away to run again")
+        return result_class(**kept["result"])
+    result = run()
+    print(json.dumps({k: v for k, v in asdict(result).items() if not k.startswith("curve_")}), flush=True)
+    if path is not None:
+        record = dict(
+            job=wanted,
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            commit=COMMIT_AT_START,
+            result=asdict(result),
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1))
+    return result
+
+
+def jobs_to_run(jobs: list[Job], run_dir: Path | None, collect: bool) -> list[Job]:
+    """``jobs``, or with ``--collect`` only those kept in ``run_dir`` (the others named on stderr)."""
+    if not collect:
+        return jobs
+    if run_dir is None:
+        raise SystemExit("--collect needs --run-dir")
+    missing = [run_file(run_dir, job).name for job in jobs if not run_file(run_dir, job).exists()]
+    if missing:
+        print(f"not run yet ({len(missing)}): {', '.join(missing)}", file=sys.stderr)
+    return [job for job in jobs if run_file(run_dir, job).exists()]
+
+
+def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:
+    """When and from which commit each kept run of ``jobs`` finished (the runs may span several sessions)."""
+    kept = {}
+    for job in jobs:
+        path = run_file(run_dir, job)
+        if path.exists():
+            record = json.loads(path.read_text())
+            kept[path.name] = {"finished": record.get("finished"), "commit": record.get("commit")}
+    return kept

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import multiprocessing
 import os
 import platform
@@ -38,7 +37,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,15 @@ from stable_baselines3.common.vec_env import VecEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import git_commit, parse_overrides, write_results
+from benchmarks.common import (
+    Job,
+    add_run_dir_options,
+    jobs_to_run,
+    kept_runs,
+    parse_overrides,
+    run_or_load,
+    write_results,
+)
 from sb3_acer import ACER
 from sb3_acer.envs.minatar import MINATAR_GAMES, make_minatar_env, minatar_id
 from sb3_acer.torch_layers import MinAtarCNN
@@ -342,73 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="override an entry of ACER's presets (a Python literal), e.g. --set replay_ratio=4",
     )
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
-    parser.add_argument(
-        "--run-dir",
-        type=Path,
-        default=None,
-        help="keep each finished run as <game>_<algo>_<seed>.json here, and take a run found there instead "
-        "of running it again (a long benchmark then goes on where it stopped)",
-    )
-    parser.add_argument(
-        "--collect",
-        action="store_true",
-        help="run nothing: write --out from the runs kept in --run-dir, naming the runs still missing",
-    )
+    add_run_dir_options(parser, "game")
     return parser
 
 
-Job = tuple[str, str, int, int, int, dict[str, Any]]
-
-#: The code a run used: the commit checked out when this script started (kept with each ``--run-dir`` run).
-COMMIT_AT_START = git_commit()
-
-
-def run_file(run_dir: Path, job: Job) -> Path:
-    """Where ``--run-dir`` keeps the result of ``job``."""
-    algo, game, seed = job[:3]
-    return run_dir / f"{game}_{algo}_{seed}.json"
-
-
-def load_run(path: Path, job: Job) -> RunResult:
-    """A run kept by ``--run-dir``; refuses one whose budget or settings differ from ``job``'s."""
-    algo, game, _, timesteps, eval_episodes, overrides = job
-    kept = json.loads(path.read_text())
-    result = RunResult(**kept["result"])
-    wanted = dict(timesteps=timesteps, eval_episodes=eval_episodes, settings=describe(algo, game, overrides))
-    if kept["job"] != json.loads(json.dumps(wanted)):
-        raise SystemExit(f"{path}: kept for other settings {kept['job']}; move it away to run again")
-    return result
-
-
-def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:
-    """When and from which commit each kept run of ``jobs`` finished (the runs may span several sessions)."""
-    kept = {}
-    for job in jobs:
-        path = run_file(run_dir, job)
-        if path.exists():
-            record = json.loads(path.read_text())
-            kept[path.name] = {"finished": record.get("finished"), "commit": record.get("commit")}
-    return kept
-
-
 def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
-    if run_dir is not None and run_file(run_dir, job).exists():
-        return load_run(run_file(run_dir, job), job)
-    result = run_one(*job)
-    print(json.dumps({k: v for k, v in asdict(result).items() if not k.startswith("curve_")}), flush=True)
-    if run_dir is not None:
-        algo, game, _, timesteps, eval_episodes, overrides = job
-        kept = dict(
-            job=dict(
-                timesteps=timesteps, eval_episodes=eval_episodes, settings=describe(algo, game, overrides)
-            ),
-            finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            commit=COMMIT_AT_START,
-            result=asdict(result),
-        )
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_file(run_dir, job).write_text(json.dumps(kept, indent=1))
-    return result
+    """``job``'s result, kept in (or taken from) ``run_dir`` when given."""
+    return run_or_load(job, run_dir, lambda: run_one(*job), RunResult, describe)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -425,15 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in args.seeds
         for algo in args.algos
     ]
-    if args.collect:
-        if args.run_dir is None:
-            raise SystemExit("--collect needs --run-dir")
-        missing = [
-            run_file(args.run_dir, job).name for job in jobs if not run_file(args.run_dir, job).exists()
-        ]
-        if missing:
-            print(f"not run yet ({len(missing)}): {', '.join(missing)}", file=sys.stderr)
-        jobs = [job for job in jobs if run_file(args.run_dir, job).exists()]
+    jobs = jobs_to_run(jobs, args.run_dir, args.collect)
     if args.jobs > 1:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             results = pool.starmap(run_job, [(job, args.run_dir) for job in jobs], chunksize=1)
