@@ -21,7 +21,12 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.action_spaces import policy_class_for, replay_action_settings, sdn_action_probability
+from sb3_acer.action_spaces import (
+    policy_class_for,
+    policy_classes_for_kwargs,
+    replay_action_settings,
+    sdn_action_probability,
+)
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.observation_checks import check_observation
@@ -53,6 +58,7 @@ from sb3_acer.validation import (
     check_actions,
     check_hyperparameters,
     check_policy,
+    check_policy_kwargs,
     check_policy_observations,
     check_policy_takes,
     supported_env,
@@ -181,10 +187,11 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        policy_class = check_policy(
-            policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy), policy_kwargs
-        )
+        policy_class = check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy))
         env = supported_env(env, verbose, needed=_init_setup_model)
+        # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
+        action_space = None if env is None else env.action_space
+        check_policy_kwargs(policy_classes_for_kwargs(policy_class, action_space), policy_kwargs)
         if env is not None:
             check_policy_observations(policy_class, policy_kwargs, env.observation_space)
         # Nothing global changes unless the model is built: thread count and generators are put back.

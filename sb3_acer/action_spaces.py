@@ -18,7 +18,20 @@ from sb3_acer.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, RecurrentA
 from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
 from sb3_acer.validation import UnsupportedSpaceError
 
-__all__ = ["policy_class_for", "replay_action_settings", "sdn_action_probability", "takes_sdn_policy"]
+__all__ = [
+    "policy_class_for",
+    "policy_classes_for_kwargs",
+    "replay_action_settings",
+    "sdn_action_probability",
+    "takes_sdn_policy",
+]
+
+#: The stochastic-dueling policy each named policy builds for Box, MultiDiscrete and MultiBinary actions.
+SDN_SUBSTITUTES: dict[type, type] = {
+    MlpPolicy: SDNMlpPolicy,
+    CnnPolicy: SDNCnnPolicy,
+    MultiInputPolicy: SDNMultiInputPolicy,
+}
 
 
 def takes_sdn_policy(action_space: spaces.Space) -> bool:
@@ -43,14 +56,26 @@ def policy_class_for(policy_class: type, action_space: spaces.Space) -> type:
         return policy_class
     if issubclass(policy_class, SDNPolicy):
         return policy_class
-    substitutes = {MlpPolicy: SDNMlpPolicy, CnnPolicy: SDNCnnPolicy, MultiInputPolicy: SDNMultiInputPolicy}
-    if policy_class in substitutes:
-        return substitutes[policy_class]
+    if policy_class in SDN_SUBSTITUTES:
+        return SDN_SUBSTITUTES[policy_class]
     kind = "recurrent policies take" if issubclass(policy_class, RecurrentACERPolicy) else "it takes"
     raise UnsupportedSpaceError(
         f"{policy_class.__name__} cannot act in {action_space}: {kind} Discrete actions only; use MlpPolicy, "
         "CnnPolicy or an SDNPolicy subclass"
     )
+
+
+def policy_classes_for_kwargs(policy_class: type, action_space: spaces.Space | None) -> tuple[type, ...]:
+    """The classes whose keywords ``policy_kwargs`` may use: the class built for ``action_space``, or with no
+    space known yet (no env), ``policy_class`` and the policy it builds for non-``Discrete`` actions.
+
+    Raises:
+        UnsupportedSpaceError: as :func:`policy_class_for`.
+    """
+    if action_space is not None:
+        return (policy_class_for(policy_class, action_space),)
+    substitute = SDN_SUBSTITUTES.get(policy_class)
+    return (policy_class,) if substitute is None else (policy_class, substitute)
 
 
 def replay_action_settings(policy: Any, action_space: spaces.Space) -> dict[str, Any]:

@@ -239,9 +239,9 @@ def check_learn_arguments(
 # ---------------------------------------------------------------------- policy and optimizer settings
 
 
-def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], policy_kwargs: Any) -> type:
+def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...]) -> type:
     """The policy class that ``policy`` (a class or one of ``aliases``) names, after checking that it is a
-    subclass of one of ``base`` and that ``policy_kwargs`` (``None`` or a dict) fit it and its optimizer.
+    subclass of one of ``base``.
 
     Raises:
         ValueError: naming what is wrong.
@@ -253,11 +253,7 @@ def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], 
             "policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of "
             f"{sorted(aliases)}"
         )
-    policy_class = aliases[policy] if isinstance(policy, str) else policy
-    if policy_kwargs is not None:
-        check_policy_kwargs(policy_class, policy_kwargs)
-        check_optimizer_kwargs(policy_kwargs)
-    return policy_class
+    return aliases[policy] if isinstance(policy, str) else policy
 
 
 def keyword_check(cls: type, given: dict[str, Any], positional: set[str]) -> tuple[set[str], set[str]]:
@@ -270,16 +266,23 @@ def keyword_check(cls: type, given: dict[str, Any], positional: set[str]) -> tup
     return set(given) - accepted, accepted
 
 
-def check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> None:
-    """Raise ``ValueError`` unless ``policy_kwargs`` is a dict of keywords ``policy_class`` takes (besides
-    the :data:`OPTIMIZER_KEYS`)."""
+def check_policy_kwargs(policy_classes: tuple[type, ...], policy_kwargs: Any) -> None:
+    """Raise ``ValueError`` unless ``policy_kwargs`` is ``None`` or a dict of keywords one of
+    ``policy_classes`` takes (besides the :data:`OPTIMIZER_KEYS`), with a usable optimizer."""
+    if policy_kwargs is None:
+        return
     if not isinstance(policy_kwargs, dict):
         raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
     network_kwargs = {key: value for key, value in policy_kwargs.items() if key not in OPTIMIZER_KEYS}
-    unknown, accepted = keyword_check(policy_class, network_kwargs, {"observation_space", "action_space"})
+    unknown, accepted = set(network_kwargs), set()
+    for policy_class in policy_classes:
+        not_taken, taken = keyword_check(policy_class, network_kwargs, {"observation_space", "action_space"})
+        unknown &= not_taken
+        accepted |= taken
     if unknown:
         accepted |= set(OPTIMIZER_KEYS)
         raise ValueError(f"Unknown keywords for policy: {sorted(unknown)}; accepted: {sorted(accepted)}")
+    check_optimizer_kwargs(policy_kwargs)
 
 
 def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:

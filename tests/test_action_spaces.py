@@ -3,6 +3,7 @@ action_probability, save / load and the replay memory work for float and multi-d
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import gymnasium as gym
@@ -10,7 +11,12 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.envs import IdentityEnvBox, IdentityEnvMultiBinary, IdentityEnvMultiDiscrete
+from stable_baselines3.common.envs import (
+    IdentityEnv,
+    IdentityEnvBox,
+    IdentityEnvMultiBinary,
+    IdentityEnvMultiDiscrete,
+)
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
@@ -106,6 +112,33 @@ def test_paper_fixed_sigma(small_settings) -> None:
     model.learn(100)
     stats = model.action_probability(np.zeros(1, dtype=np.float32))
     np.testing.assert_allclose(stats[1:], np.log(0.3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", "SDNMlpPolicy"])
+def test_the_sdn_keywords_are_taken_by_the_policy_names_a_box_space_builds(policy, small_settings) -> None:
+    """``MlpPolicy`` builds an SDN policy for Box actions: its keywords (``fixed_std``, ``log_std_init``)
+    are checked against that policy, not the Discrete one, and survive a save / load round trip."""
+    kwargs = dict(fixed_std=0.3, net_arch=dict(pi=[8], qf=[8]))
+    model = ACER(policy, IdentityEnvBox(eps=0.5), policy_kwargs=kwargs, **small_settings)
+    assert model.policy.fixed_std == 0.3 and "log_std" not in dict(model.policy.named_parameters())
+    buffer = io.BytesIO()
+    model.save(buffer)
+    buffer.seek(0)
+    assert ACER.load(buffer).policy.fixed_std == 0.3
+
+
+def test_the_sdn_keywords_are_refused_for_discrete_actions(small_settings) -> None:
+    with pytest.raises(
+        ValueError, match=r"Unknown keywords for policy: \['fixed_std'\]; accepted: \['activation_fn'"
+    ):
+        ACER("MlpPolicy", IdentityEnv(4), policy_kwargs=dict(fixed_std=0.3), **small_settings)
+
+
+def test_a_misspelt_sdn_keyword_is_refused_naming_the_accepted_ones(small_settings) -> None:
+    with pytest.raises(
+        ValueError, match=r"Unknown keywords for policy: \['fixd_std'\]; accepted: .*'fixed_std'"
+    ):
+        ACER("MlpPolicy", IdentityEnvBox(eps=0.5), policy_kwargs=dict(fixd_std=0.3), **small_settings)
 
 
 def test_action_probability_is_the_density_for_box(small_settings) -> None:
