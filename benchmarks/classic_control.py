@@ -1,10 +1,12 @@
-"""ACER against SB3's A2C and PPO (rl-baselines3-zoo hyperparameters) on CartPole-v1 and Acrobot-v1.
+"""ACER against SB3's A2C and PPO (and SAC on Pendulum; rl-baselines3-zoo hyperparameters) on CartPole-v1,
+Acrobot-v1 and Pendulum-v1.
 
 All runs happen side by side in one process, one after the other, with ``torch.set_num_threads(1)``. For each
 (algorithm, environment, seed) the script reports:
 
 * the env steps (and wall-clock seconds) until the mean return of the last 20 *training* episodes (Monitor)
-  first reaches the threshold (CartPole-v1: 475, Acrobot-v1: -100);
+  first reaches the threshold (CartPole-v1: 475, Acrobot-v1: -100, Pendulum-v1: -200, which Gymnasium leaves
+  unset);
 * the final deterministic evaluation return (20 episodes on a separately seeded env);
 * the training throughput in env steps per second.
 
@@ -30,7 +32,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch as th
-from stable_baselines3 import A2C, PPO
+from stable_baselines3 import A2C, PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -42,7 +44,7 @@ from benchmarks.common import ThresholdTracker, write_results
 from sb3_acer import ACER
 from sb3_acer.presets import evaluation_normalization, load_preset, wrapper_class
 
-THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
+THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0}
 
 
 def linear(initial: float) -> Callable[[float], float]:
@@ -76,6 +78,44 @@ ZOO: dict[tuple[str, str], dict[str, Any]] = {
         kwargs=dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
     ),
     ("A2C", "Acrobot-v1"): dict(n_envs=16, n_timesteps=100_000, normalize=True, kwargs=dict(ent_coef=0.0)),
+    # Pendulum-v1: the zoo's budgets, uncut (PPO 1e5, A2C 1e6, SAC 2e4); both on-policy peers use gSDE.
+    ("PPO", "Pendulum-v1"): dict(
+        n_envs=4,
+        n_timesteps=100_000,
+        normalize=False,
+        kwargs=dict(
+            n_steps=1024,
+            gae_lambda=0.95,
+            gamma=0.9,
+            n_epochs=10,
+            ent_coef=0.0,
+            learning_rate=1e-3,
+            clip_range=0.2,
+            use_sde=True,
+            sde_sample_freq=4,
+        ),
+    ),
+    ("A2C", "Pendulum-v1"): dict(
+        n_envs=8,
+        n_timesteps=1_000_000,
+        normalize=True,
+        kwargs=dict(
+            ent_coef=0.0,
+            max_grad_norm=0.5,
+            n_steps=8,
+            gae_lambda=0.9,
+            vf_coef=0.4,
+            gamma=0.9,
+            use_rms_prop=True,
+            normalize_advantage=False,
+            learning_rate=linear(7e-4),
+            use_sde=True,
+            policy_kwargs=dict(log_std_init=-2, ortho_init=False),
+        ),
+    ),
+    ("SAC", "Pendulum-v1"): dict(
+        n_envs=1, n_timesteps=20_000, normalize=False, kwargs=dict(learning_rate=1e-3)
+    ),
 }
 
 
@@ -111,7 +151,7 @@ def make_run(
     env: VecEnv = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrap)
     if normalize is not None:
         env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99), **normalize)
-    cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO}[algo]
+    cls = {"ACER": ACER, "A2C": A2C, "PPO": PPO, "SAC": SAC}[algo]
     model = cls("MlpPolicy", env, seed=seed, **kwargs)
     return model, env, int(n_timesteps * budget_scale), wrap
 
@@ -178,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--envs", nargs="+", default=list(THRESHOLDS))
-    parser.add_argument("--algos", nargs="+", default=["ACER", "PPO", "A2C"])
+    parser.add_argument("--algos", nargs="+", default=["ACER", "PPO", "A2C"], help="also SAC (Pendulum-v1)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every training budget")
     parser.add_argument("--eval-episodes", type=int, default=20)
