@@ -406,12 +406,12 @@ def test_vec_env_subproc_trains_as_the_dummy_vec_env_does(
 def test_an_env_without_preset_gets_the_fallback_settings(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
-    """Pendulum-v1 has no preset: a constant step (FALLBACK_HYPERPARAMETERS) over the constructor's SB2
-    defaults, said on the first line; the constructor itself keeps SB2's linear decay."""
+    """MountainCarContinuous-v0 has no preset: a constant step (FALLBACK_HYPERPARAMETERS) over the
+    constructor's SB2 defaults, said on the first line; the constructor itself keeps SB2's linear decay."""
     code, out, err = run(
         capsys,
         "train",
-        "Pendulum-v1",
+        "MountainCarContinuous-v0",
         "--timesteps",
         "40",
         "--no-progress-bar",
@@ -420,8 +420,8 @@ def test_an_env_without_preset_gets_the_fallback_settings(
     )
     assert code == 0, err
     assert (
-        "No preset for Pendulum-v1: using ACER's defaults with the command line's fallback (lr_schedule "
-        in out
+        "No preset for MountainCarContinuous-v0: using ACER's defaults with the command line's fallback "
+        "(lr_schedule " in out
     )
-    assert ACER.load(tmp_path / "Pendulum-v1_0" / "model.zip").lr_schedule_name == "constant"
+    assert ACER.load(tmp_path / "MountainCarContinuous-v0_0" / "model.zip").lr_schedule_name == "constant"
     assert ACER("MlpPolicy", "CartPole-v1").lr_schedule_name == "linear"
