@@ -391,16 +391,46 @@ def fallback_defaults() -> str:
 MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
 
 
-def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """The 1M-step MinAtar runs by env id, then by algorithm (in MINATAR_ALGORITHMS' order)."""
-    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for env_id, runs in by_env(load("minatar_1m.json")["results"]).items():
-        groups[env_id] = {
+MUJOCO_ALGORITHMS = ("ACER", "PPO")
+
+
+def groups(record: str, algorithms: Sequence[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The runs of ``record`` by env id, then by algorithm (in ``algorithms``' order)."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for env_id, runs in by_env(load(record)["results"]).items():
+        grouped[env_id] = {
             algo: [run for run in runs if run["algo"] == algo]
-            for algo in MINATAR_ALGORITHMS
+            for algo in algorithms
             if any(run["algo"] == algo for run in runs)
         }
-    return groups
+    return grouped
+
+
+def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The 1M-step MinAtar runs by env id, then by algorithm (in MINATAR_ALGORITHMS' order)."""
+    return groups("minatar_1m.json", MINATAR_ALGORITHMS)
+
+
+def mujoco() -> str:
+    """ACER and PPO on MuJoCo at 1M steps (the deterministic evaluation, the final training return, steps/s
+    as a ratio to PPO's), and the zoo's SAC and TD3 figures."""
+    record = load("mujoco_1m.json")
+    zoo = record["zoo_off_policy"]
+    rows = []
+    for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
+        ppo_speed = (
+            statistics.median(column(by_algo["PPO"], "steps_per_second")) if "PPO" in by_algo else None
+        )
+        for algo, runs in by_algo.items():
+            speed = statistics.median(column(runs, "steps_per_second"))
+            ratio = "—" if ppo_speed is None else f"{speed / ppo_speed:.2f}"
+            evaluation = pm(column(runs, "final_eval_mean"))
+            rows.append([env_id, algo, len(runs), evaluation, pm(column(runs, "final_train_return")), ratio])
+        for algo, figure in zoo["figures"][env_id].items():
+            if figure is not None:
+                rows.append([env_id, f"{algo} (zoo, -v3)", 1, f"{figure[0]:.1f} ± {figure[1]:.1f}", "—", "—"])
+    header = ["env", "algorithm", "seeds", "deterministic evaluation", "final return", "env steps/s / PPO's"]
+    return table(header, rows, "llrrrr")
 
 
 def minatar() -> str:
@@ -440,6 +470,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "replay-memory": replay_memory,
     "soak": soak,
     "minatar": minatar,
+    "mujoco": mujoco,
     "fallback-defaults": fallback_defaults,
 }
 
@@ -482,28 +513,40 @@ def plot_lunarlander(out: pathlib.Path) -> None:
 
 
 def plot_minatar(folder: pathlib.Path) -> None:
-    """One image per MinAtar game: each algorithm's mean training return (± std over seeds) against env
-    steps, the seeds' curves interpolated on a common grid."""
+    """One image per MinAtar game (``minatar_<game>.png``)."""
+    for env_id, by_algo in minatar_groups().items():
+        game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
+        plot_curves(by_algo, game, folder / f"minatar_{game.lower()}.png")
+
+
+def plot_mujoco(folder: pathlib.Path) -> None:
+    """One image per MuJoCo task (``mujoco_<task>.png``)."""
+    for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
+        task = env_id.removesuffix("-v5")
+        plot_curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png")
+
+
+def plot_curves(by_algo: dict[str, list[dict[str, Any]]], title: str, out: pathlib.Path) -> None:
+    """Each algorithm's mean training return (± std over seeds) against env steps, the seeds' curves
+    interpolated on a common grid."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    folder.mkdir(parents=True, exist_ok=True)
-    for env_id, by_algo in minatar_groups().items():
-        game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        for algo, runs in by_algo.items():
-            grid = np.linspace(0, min(run["n_timesteps"] for run in runs), 101)
-            y = np.array([np.interp(grid, run["curve_steps"], run["curve_returns"]) for run in runs])
-            ax.plot(grid, y.mean(0), label=f"{algo} ({len(runs)} seeds)")
-            ax.fill_between(grid, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
-        ax.set(xlabel="environment steps", ylabel="return, last 100 training episodes", title=game)
-        ax.legend(loc="upper left")
-        fig.tight_layout()
-        fig.savefig(folder / f"minatar_{game.lower()}.png", dpi=80)
-        plt.close(fig)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for algo, runs in by_algo.items():
+        grid = np.linspace(0, min(run["n_timesteps"] for run in runs), 101)
+        y = np.array([np.interp(grid, run["curve_steps"], run["curve_returns"]) for run in runs])
+        ax.plot(grid, y.mean(0), label=f"{algo} ({len(runs)} seeds)")
+        ax.fill_between(grid, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
+    ax.set(xlabel="environment steps", ylabel="return, last 100 training episodes", title=title)
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -512,7 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is stale")
     parser.add_argument(
-        "--plots", action="store_true", help="also draw docs/images/lunarlander.png and minatar_*.png"
+        "--plots",
+        action="store_true",
+        help="also draw docs/images/lunarlander.png, minatar_*.png and mujoco_*.png",
     )
     return parser
 
@@ -530,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plots:
         plot_lunarlander(ROOT / "docs" / "images" / "lunarlander.png")
         plot_minatar(ROOT / "docs" / "images")
+        plot_mujoco(ROOT / "docs" / "images")
     if args.check and stale:
         print(
             f"stale tables in: {', '.join(map(str, stale))} (run python benchmarks/report.py)",
