@@ -415,7 +415,7 @@ def mujoco() -> str:
     """ACER and PPO on MuJoCo at 1M steps (the deterministic evaluation, the final training return, steps/s
     as a ratio to PPO's), and the zoo's SAC and TD3 figures."""
     record = load("mujoco_1m.json")
-    zoo = record["zoo_off_policy"]
+    zoo = record["meta"]["zoo_off_policy"]
     rows = []
     for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
         ppo_speed = (
@@ -523,10 +523,12 @@ def plot_mujoco(folder: pathlib.Path) -> None:
     """One image per MuJoCo task (``mujoco_<task>.png``)."""
     for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
         task = env_id.removesuffix("-v5")
-        plot_curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png")
+        plot_curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png", legend="lower right")
 
 
-def plot_curves(by_algo: dict[str, list[dict[str, Any]]], title: str, out: pathlib.Path) -> None:
+def plot_curves(
+    by_algo: dict[str, list[dict[str, Any]]], title: str, out: pathlib.Path, legend: str = "upper left"
+) -> None:
     """Each algorithm's mean training return (± std over seeds) against env steps, the seeds' curves
     interpolated on a common grid."""
     import matplotlib
@@ -543,7 +545,7 @@ def plot_curves(by_algo: dict[str, list[dict[str, Any]]], title: str, out: pathl
         ax.plot(grid, y.mean(0), label=f"{algo} ({len(runs)} seeds)")
         ax.fill_between(grid, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
     ax.set(xlabel="environment steps", ylabel="return, last 100 training episodes", title=title)
-    ax.legend(loc="upper left")
+    ax.legend(loc=legend)
     fig.tight_layout()
     fig.savefig(out, dpi=80)
     plt.close(fig)
