@@ -117,6 +117,13 @@ def classic_control() -> str:
     return table(PRESET_HEADER, preset_rows(load("presets_classic_control.json")["results"]), "lrrrrrr")
 
 
+def mountaincar_fresh_seeds() -> str:
+    """The MountainCar preset on seeds fixed before the run (it was tuned on one of the classic-control
+    table's seeds)."""
+    records = load("presets_mountaincar_fresh_seeds.json")["results"]
+    return table(PRESET_HEADER, preset_rows(records), "lrrrrrr")
+
+
 def lunarlander() -> str:
     return table(PRESET_HEADER, preset_rows(load("presets_lunarlander.json")["results"]), "lrrrrrr")
 
@@ -456,6 +463,7 @@ def minatar() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "classic-control": classic_control,
+    "mountaincar-fresh-seeds": mountaincar_fresh_seeds,
     "lunarlander": lunarlander,
     "lunarlander-sentence": lunarlander_sentence,
     "headline": headline,
