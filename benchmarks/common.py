@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import multiprocessing
 import platform
 import shlex
 import subprocess
@@ -203,6 +204,25 @@ def jobs_to_run(jobs: list[Job], run_dir: Path | None, collect: bool) -> list[Jo
     if missing:
         print(f"not run yet ({len(missing)}): {', '.join(missing)}", file=sys.stderr)
     return [job for job in jobs if run_file(run_dir, job).exists()]
+
+
+def run_jobs(
+    run_job: Callable[[Job, Path | None], Any], jobs: list[Job], run_dir: Path | None, n_jobs: int
+) -> list:
+    """``run_job(job, run_dir)`` of every job, in order: one after the other, or in ``n_jobs`` spawned
+    processes (``run_job`` must then be a module-level function; each run's steps/s then shares the
+    machine with the others)."""
+    if n_jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
+            return pool.starmap(run_job, [(job, run_dir) for job in jobs], chunksize=1)
+    return [run_job(job, run_dir) for job in jobs]
+
+
+def add_jobs_option(parser: argparse.ArgumentParser) -> None:
+    """``--jobs N``: runs in N parallel processes."""
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs in parallel processes (1 torch thread each)"
+    )
 
 
 def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:

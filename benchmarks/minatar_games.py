@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import multiprocessing
 import os
 import platform
 import statistics
@@ -55,10 +54,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (
     Job,
+    add_jobs_option,
     add_run_dir_options,
     jobs_to_run,
     kept_runs,
     parse_overrides,
+    run_jobs,
     run_or_load,
     write_results,
 )
@@ -336,9 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="runs in parallel processes (1 torch thread each)"
-    )
+    add_jobs_option(parser)
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -373,11 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         for algo in args.algos
     ]
     jobs = jobs_to_run(jobs, args.run_dir, args.collect)
-    if args.jobs > 1:
-        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            results = pool.starmap(run_job, [(job, args.run_dir) for job in jobs], chunksize=1)
-    else:
-        results = [run_job(job, args.run_dir) for job in jobs]
+    results = run_jobs(run_job, jobs, args.run_dir, args.jobs)
     print(summarise(results))
     if args.out is not None:
         write_results(

@@ -2,7 +2,9 @@
 
 The five tasks of issue 46 (:data:`MUJOCO_ENVS`: InvertedPendulum, Hopper, HalfCheetah, Walker2d, Ant, all
 ``-v5``), 1M env steps each by default, every seed of ``--seeds`` for each algorithm. Runs go one after the
-other in one process with ``torch.set_num_threads(1)``. For each (env, algorithm, seed) the script records:
+other in one process with ``torch.set_num_threads(1)`` (``--jobs N``: N processes, whose steps/s then share
+the machine; ``--run-dir`` keeps each finished run, so several sessions or machines can share the work).
+For each (env, algorithm, seed) the script records:
 
 * the mean return of the last 100 training episodes (``Monitor``);
 * a deterministic evaluation of the final policy (``--eval-episodes`` on a separately seeded env, observations
@@ -50,10 +52,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (
     Job,
+    add_jobs_option,
     add_run_dir_options,
     jobs_to_run,
     kept_runs,
     parse_overrides,
+    run_jobs,
     run_or_load,
     write_results,
 )
@@ -292,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override an entry of ACER's presets (a Python literal), e.g. --set replay_ratio=8",
     )
+    add_jobs_option(parser)
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
     add_run_dir_options(parser, "env")
     return parser
@@ -317,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
         for algo in args.algos
     ]
     jobs = jobs_to_run(jobs, args.run_dir, args.collect)
-    results = [run_job(job, args.run_dir) for job in jobs]
+    results = run_jobs(run_job, jobs, args.run_dir, args.jobs)
     print(summarise(results))
     if args.out is not None:
         write_results(
@@ -326,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
             args=argv or sys.argv[1:],
             machine=(
                 f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores, "
-                "torch threads 1"
+                f"torch threads 1, {args.jobs} parallel job(s)"
             ),
             results=results,
             acer_overrides=overrides,

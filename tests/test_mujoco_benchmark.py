@@ -55,3 +55,19 @@ def test_every_env_has_settings_and_the_zoo_figures() -> None:
     for env_id in bench.MUJOCO_ENVS:
         assert env_id in bench.PPO_ZOO and env_id in bench.ACER_PRESETS and env_id in bench.ZOO_OFF_POLICY
     assert "-v3" in bench.ZOO_OFF_POLICY_VERSION
+
+
+def test_jobs_run_in_parallel_processes_and_keep_each_run(tmp_path: pathlib.Path) -> None:
+    """``--jobs 2``: two seeds run in two spawned processes; the record keeps the jobs' order, says so in
+    its machine line, and each run is kept in --run-dir as a serial run would be."""
+    run_dir, out = tmp_path / "runs", tmp_path / "out.json"
+    argv = ["--envs", "InvertedPendulum-v5", "--algos", "ACER", "--seeds", "3", "4", "--timesteps", "200"]
+    argv += ["--eval-episodes", "1", "--set", "replay_start=100", "--jobs", "2"]
+    bench.main([*argv, "--run-dir", str(run_dir), "--out", str(out)])
+    record = json.loads(out.read_text())
+    assert [result["seed"] for result in record["results"]] == [3, 4]
+    assert "2 parallel job(s)" in record["meta"]["machine"]
+    assert sorted(path.name for path in run_dir.iterdir()) == [
+        "InvertedPendulum-v5_ACER_3.json",
+        "InvertedPendulum-v5_ACER_4.json",
+    ]
