@@ -113,19 +113,23 @@ PRESET_HEADER = [
 ]
 
 
+def preset_table(record: str) -> str:
+    """The presets of a ``presets.py`` record beside the two anchors."""
+    return table(PRESET_HEADER, preset_rows(load(record)["results"]), "lrrrrrr")
+
+
 def classic_control() -> str:
-    return table(PRESET_HEADER, preset_rows(load("presets_classic_control.json")["results"]), "lrrrrrr")
+    return preset_table("presets_classic_control.json")
 
 
 def mountaincar_fresh_seeds() -> str:
     """The MountainCar preset on seeds fixed before the run (it was tuned on one of the classic-control
     table's seeds)."""
-    records = load("presets_mountaincar_fresh_seeds.json")["results"]
-    return table(PRESET_HEADER, preset_rows(records), "lrrrrrr")
+    return preset_table("presets_mountaincar_fresh_seeds.json")
 
 
 def lunarlander() -> str:
-    return table(PRESET_HEADER, preset_rows(load("presets_lunarlander.json")["results"]), "lrrrrrr")
+    return preset_table("presets_lunarlander.json")
 
 
 def headline() -> str:
@@ -401,10 +405,12 @@ MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
 MUJOCO_ALGORITHMS = ("ACER", "PPO")
 
 
-def groups(record: str, algorithms: Sequence[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """The runs of ``record`` by env id, then by algorithm (in ``algorithms``' order)."""
+def groups(
+    records: list[dict[str, Any]], algorithms: Sequence[str]
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The runs of ``records`` by env id, then by algorithm (in ``algorithms``' order)."""
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for env_id, runs in by_env(load(record)["results"]).items():
+    for env_id, runs in by_env(records).items():
         grouped[env_id] = {
             algo: [run for run in runs if run["algo"] == algo]
             for algo in algorithms
@@ -415,7 +421,7 @@ def groups(record: str, algorithms: Sequence[str]) -> dict[str, dict[str, list[d
 
 def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
     """The 1M-step MinAtar runs by env id, then by algorithm (in MINATAR_ALGORITHMS' order)."""
-    return groups("minatar_1m.json", MINATAR_ALGORITHMS)
+    return groups(load("minatar_1m.json")["results"], MINATAR_ALGORITHMS)
 
 
 def mujoco() -> str:
@@ -424,7 +430,7 @@ def mujoco() -> str:
     record = load("mujoco_1m.json")
     zoo = record["meta"]["zoo_off_policy"]
     rows = []
-    for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
+    for env_id, by_algo in groups(record["results"], MUJOCO_ALGORITHMS).items():
         ppo_speed = (
             statistics.median(column(by_algo["PPO"], "steps_per_second")) if "PPO" in by_algo else None
         )
@@ -529,7 +535,7 @@ def plot_minatar(folder: pathlib.Path) -> None:
 
 def plot_mujoco(folder: pathlib.Path) -> None:
     """One image per MuJoCo task (``mujoco_<task>.png``)."""
-    for env_id, by_algo in groups("mujoco_1m.json", MUJOCO_ALGORITHMS).items():
+    for env_id, by_algo in groups(load("mujoco_1m.json")["results"], MUJOCO_ALGORITHMS).items():
         task = env_id.removesuffix("-v5")
         plot_curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png", legend="lower right")
 
