@@ -3,6 +3,7 @@ each finished run in --run-dir and takes it from there instead of running it aga
 
 from __future__ import annotations
 
+import inspect
 import json
 import pathlib
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 pytest.importorskip("mujoco")
 
 import benchmarks.mujoco_v5 as bench
+from sb3_acer import ACER
+from sb3_acer.presets import available_presets, load_preset
 
 
 def test_a_tiny_run_writes_the_record_and_resumes(
@@ -71,3 +74,22 @@ def test_jobs_run_in_parallel_processes_and_keep_each_run(tmp_path: pathlib.Path
         "InvertedPendulum-v5_ACER_3.json",
         "InvertedPendulum-v5_ACER_4.json",
     ]
+
+
+@pytest.mark.parametrize("env_id", [e for e in bench.MUJOCO_ENVS if e in available_presets()])
+def test_the_preset_is_what_the_benchmark_measured(env_id: str) -> None:
+    # A user who trains with the preset gets the settings of the reported runs, constructor defaults included.
+    preset, measured = load_preset(env_id), dict(bench.ACER_PRESETS[env_id])
+    assert (preset.n_envs, preset.policy) == (measured.pop("n_envs"), measured.pop("policy"))
+    assert measured.pop("normalize") == "obs" and preset.normalize_kwargs == {
+        "norm_obs": True,
+        "norm_reward": False,
+    }
+    settings = dict(preset.hyperparameters)
+    assert settings.pop("policy_kwargs", {}) == eval(measured.pop("policy_kwargs", "dict()"))
+    defaults = inspect.signature(ACER).parameters
+    unmeasured = [key for key in settings if key not in measured]  # the benchmark left them at the defaults
+    assert {key: settings.pop(key) for key in unmeasured} == {
+        key: defaults[key].default for key in unmeasured
+    }
+    assert settings == measured
