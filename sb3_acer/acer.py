@@ -36,6 +36,7 @@ from sb3_acer.policies import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
     CnnPolicy,
+    LSTMMemory,
     LSTMState,
     MlpLnLstmPolicy,
     MlpLstmPolicy,
@@ -45,6 +46,13 @@ from sb3_acer.policies import (
     RecurrentACERPolicy,
 )
 from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
+from sb3_acer.policies.sdn_recurrent import (
+    SDNCnnLnLstmPolicy,
+    SDNCnnLstmPolicy,
+    SDNMlpLnLstmPolicy,
+    SDNMlpLstmPolicy,
+    SDNMultiInputLstmPolicy,
+)
 from sb3_acer.replay import ReplayBuffer, make_replay_buffer
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
@@ -88,8 +96,8 @@ class ACER(SegmentAlgorithm):
             observations, or the recurrent ``"MlpLstmPolicy"``, ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``,
             ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``, whose LSTM state is carried across segments,
             stored with each segment and reset where an episode starts). For ``Box``, ``MultiDiscrete`` and
-            ``MultiBinary`` actions ``MlpPolicy`` and ``CnnPolicy`` build the stochastic-dueling
-            ``SDNMlpPolicy`` and ``SDNCnnPolicy``, which can also be named, e.g. with
+            ``MultiBinary`` actions each builds its stochastic-dueling counterpart (``SDNMlpPolicy``,
+            ``SDNCnnPolicy``, ``SDNMlpLstmPolicy``, ...), which can also be named, e.g. with
             ``policy_kwargs=dict(fixed_std=0.3)`` for the paper's fixed sigma.
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
@@ -151,6 +159,11 @@ class ACER(SegmentAlgorithm):
         "SDNMlpPolicy": SDNMlpPolicy,
         "SDNCnnPolicy": SDNCnnPolicy,
         "SDNMultiInputPolicy": SDNMultiInputPolicy,
+        "SDNMlpLstmPolicy": SDNMlpLstmPolicy,
+        "SDNMlpLnLstmPolicy": SDNMlpLnLstmPolicy,
+        "SDNCnnLstmPolicy": SDNCnnLstmPolicy,
+        "SDNCnnLnLstmPolicy": SDNCnnLnLstmPolicy,
+        "SDNMultiInputLstmPolicy": SDNMultiInputLstmPolicy,
     }
 
     def __init__(
@@ -332,7 +345,7 @@ class ACER(SegmentAlgorithm):
             n_envs=self.n_envs,
             **replay_action_settings(self.policy, self.action_space),
             seed=self.seed,
-            state_size=self.policy.n_lstm if isinstance(self.policy, RecurrentACERPolicy) else 0,
+            state_size=self.policy.n_lstm if isinstance(self.policy, LSTMMemory) else 0,
         )
 
     def set_random_seed(self, seed: int | None = None) -> None:
@@ -470,7 +483,7 @@ class ACER(SegmentAlgorithm):
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
         if isinstance(self.policy, SDNPolicy):  # statistics, or densities of Box actions
-            return sdn_action_probability(self.policy, observation, actions, logp)
+            return sdn_action_probability(self.policy, observation, actions, logp, state, mask)
         if isinstance(self.policy, RecurrentACERPolicy):
             inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
             with th.no_grad():

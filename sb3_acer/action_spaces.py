@@ -14,8 +14,25 @@ import torch as th
 from gymnasium import spaces
 
 from sb3_acer.observations import ObservationArrays
-from sb3_acer.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, RecurrentACERPolicy
+from sb3_acer.policies import (
+    CnnLnLstmPolicy,
+    CnnLstmPolicy,
+    CnnPolicy,
+    MlpLnLstmPolicy,
+    MlpLstmPolicy,
+    MlpPolicy,
+    MultiInputLstmPolicy,
+    MultiInputPolicy,
+)
 from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
+from sb3_acer.policies.sdn_recurrent import (
+    RecurrentSDNPolicy,
+    SDNCnnLnLstmPolicy,
+    SDNCnnLstmPolicy,
+    SDNMlpLnLstmPolicy,
+    SDNMlpLstmPolicy,
+    SDNMultiInputLstmPolicy,
+)
 from sb3_acer.validation import UnsupportedSpaceError
 
 __all__ = [
@@ -31,6 +48,11 @@ SDN_SUBSTITUTES: dict[type, type] = {
     MlpPolicy: SDNMlpPolicy,
     CnnPolicy: SDNCnnPolicy,
     MultiInputPolicy: SDNMultiInputPolicy,
+    MlpLstmPolicy: SDNMlpLstmPolicy,
+    MlpLnLstmPolicy: SDNMlpLnLstmPolicy,
+    CnnLstmPolicy: SDNCnnLstmPolicy,
+    CnnLnLstmPolicy: SDNCnnLnLstmPolicy,
+    MultiInputLstmPolicy: SDNMultiInputLstmPolicy,
 }
 
 
@@ -40,13 +62,13 @@ def takes_sdn_policy(action_space: spaces.Space) -> bool:
 
 
 def policy_class_for(policy_class: type, action_space: spaces.Space) -> type:
-    """The policy class ACER builds for ``action_space``: ``MlpPolicy``, ``CnnPolicy`` and
-    ``MultiInputPolicy`` become ``SDNMlpPolicy``, ``SDNCnnPolicy`` and ``SDNMultiInputPolicy`` for the
-    non-``Discrete`` spaces.
+    """The policy class ACER builds for ``action_space``: each named policy becomes its stochastic-dueling
+    counterpart (:data:`SDN_SUBSTITUTES`: ``MlpPolicy`` -> ``SDNMlpPolicy``, ``MlpLstmPolicy`` ->
+    ``SDNMlpLstmPolicy``, ...) for the non-``Discrete`` spaces.
 
     Raises:
-        UnsupportedSpaceError: for a recurrent or another discrete-only policy on such a space, or an
-            ``SDNPolicy`` on a ``Discrete`` one.
+        UnsupportedSpaceError: for another discrete-only policy class on such a space, or an ``SDNPolicy``
+            on a ``Discrete`` one.
     """
     if not takes_sdn_policy(action_space):
         if issubclass(policy_class, SDNPolicy):
@@ -58,10 +80,9 @@ def policy_class_for(policy_class: type, action_space: spaces.Space) -> type:
         return policy_class
     if policy_class in SDN_SUBSTITUTES:
         return SDN_SUBSTITUTES[policy_class]
-    kind = "recurrent policies take" if issubclass(policy_class, RecurrentACERPolicy) else "it takes"
     raise UnsupportedSpaceError(
-        f"{policy_class.__name__} cannot act in {action_space}: {kind} Discrete actions only; use MlpPolicy, "
-        "CnnPolicy or an SDNPolicy subclass"
+        f"{policy_class.__name__} cannot act in {action_space}: it takes Discrete actions only; use one of "
+        f"{', '.join(cls.__name__ for cls in SDN_SUBSTITUTES)} or an SDNPolicy subclass"
     )
 
 
@@ -88,7 +109,12 @@ def replay_action_settings(policy: Any, action_space: spaces.Space) -> dict[str,
 
 
 def sdn_action_probability(
-    policy: SDNPolicy, observation: ObservationArrays, actions: np.ndarray | None, logp: bool
+    policy: SDNPolicy,
+    observation: ObservationArrays,
+    actions: np.ndarray | None,
+    logp: bool,
+    state: tuple[np.ndarray, ...] | None = None,
+    mask: np.ndarray | None = None,
 ) -> np.ndarray:
     """SB2's ``action_probability`` for an ``SDNPolicy``.
 
@@ -96,10 +122,15 @@ def sdn_action_probability(
     ``Box``, each factor's probabilities for the factorised spaces). With ``actions`` (one per observation,
     in the action space's shape; ``Box`` actions unclipped): their density or probability
     ``pi(a|x)`` (``log pi(a|x)`` with ``logp``), ``[n, 1]``. A single observation drops the batch axis.
+    A recurrent policy takes the ``state`` returned by ``predict`` and the episode-start flags ``mask``.
     """
-    obs_tensor, vectorized = policy.obs_to_tensor(observation)
     with th.no_grad():
-        stats = policy.statistics(obs_tensor)
+        if isinstance(policy, RecurrentSDNPolicy):
+            obs_tensor, vectorized, lstm_state, starts = policy.prepare_inputs(observation, state, mask)
+            stats = policy.step_statistics(obs_tensor, lstm_state, starts)[0]
+        else:
+            obs_tensor, vectorized = policy.obs_to_tensor(observation)
+            stats = policy.statistics(obs_tensor)
     if actions is None:
         result = stats.cpu().numpy()
         return result if vectorized else result[0]

@@ -24,8 +24,9 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.observations import ObservationArrays, observation_layout, pack_observations
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
+from sb3_acer.policies import ACERPolicy, LSTMMemory, LSTMState, RecurrentACERPolicy
 from sb3_acer.policies.sdn import SDNPolicy
+from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
 from sb3_acer.segment import Segment
 
 __all__ = [
@@ -203,8 +204,14 @@ def act(
     :class:`~sb3_acer.policies.sdn.SDNPolicy`) and the recurrent state after this step."""
     if isinstance(policy, SDNPolicy):
         with th.no_grad():
-            stats = policy.statistics(obs_as_tensor(obs, policy.device))
-            return policy.dist.sample(stats), stats, None
+            obs_tensor = obs_as_tensor(obs, policy.device)
+            if isinstance(policy, RecurrentSDNPolicy):
+                assert lstm_state is not None
+                flags = th.as_tensor(starts, dtype=th.bool, device=policy.device)
+                stats, lstm_state = policy.step_statistics(obs_tensor, lstm_state, flags)
+            else:
+                stats = policy.statistics(obs_tensor)
+            return policy.dist.sample(stats), stats, lstm_state
     probs, lstm_state = behaviour_probs(policy, obs, starts, lstm_state)
     with th.no_grad():
         return sample_actions(probs), probs, lstm_state
@@ -262,7 +269,7 @@ def collect_segment(
     obs, starts = last_obs, last_episode_starts
     lstm_state: LSTMState | None = None
     initial_state: tuple[np.ndarray, np.ndarray] | None = None
-    if isinstance(policy, RecurrentACERPolicy):
+    if isinstance(policy, LSTMMemory):
         lstm_state = last_lstm_state if last_lstm_state is not None else policy.initial_state(n_envs)
         initial_state = (lstm_state[0][0].cpu().numpy().copy(), lstm_state[1][0].cpu().numpy().copy())
     for t in range(n_steps):

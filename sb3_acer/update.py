@@ -28,11 +28,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.utils import obs_as_tensor
 
 from sb3_acer import functional as F
 from sb3_acer.observations import first_rows, map_observations, unpack_observations
-from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy
+from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.segment import Segment
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "NetworkOutputs",
     "RawOutputs",
     "SegmentTensors",
+    "SequenceInputs",
     "TrustRegionDiagnostics",
     "UpdateConfig",
     "UpdateStats",
@@ -52,6 +54,7 @@ __all__ = [
     "policy_term_inputs",
     "recurrent_outputs",
     "segment_tensors",
+    "sequence_inputs",
     "trust_region_backward",
     "update_stats",
 ]
@@ -181,6 +184,47 @@ def segment_tensors(segment: Segment, device: th.device) -> SegmentTensors:
     )
 
 
+class SequenceInputs(NamedTuple):
+    """A segment as a recurrent policy takes it, time-major, on the policy's device.
+
+    Attributes:
+        obs: ``[T + 1, E, ...]`` observations.
+        starts: ``[T + 1, E]`` bool episode starts.
+        state: the LSTM state the segment was collected with, ``(h, c)`` each ``[1, E, n_lstm]``.
+        final_obs: the ``K`` truncation observations as one step, ``[1, K, ...]`` (``None`` if ``K = 0``),
+            to evaluate from the states kept at ``segment.final_index``.
+    """
+
+    obs: PyTorchObs
+    starts: th.Tensor
+    state: LSTMState
+    final_obs: PyTorchObs | None
+
+
+def sequence_inputs(segment: Segment, device: th.device) -> SequenceInputs:
+    """The inputs of a recurrent policy's unroll over ``segment``.
+
+    Raises:
+        ValueError: if the segment carries no ``initial_state``.
+    """
+    if segment.initial_state is None:
+        raise ValueError("a recurrent policy needs segments that carry their initial_state")
+    final_obs = None
+    if len(segment.final_observations):
+        final_obs = map_observations(
+            lambda x: x.unsqueeze(0), obs_as_tensor(unpack_observations(segment.final_observations), device)
+        )
+    return SequenceInputs(
+        obs=obs_as_tensor(unpack_observations(segment.observations), device),
+        starts=th.as_tensor(segment.episode_starts, device=device),
+        state=(
+            th.as_tensor(segment.initial_state[0], device=device).unsqueeze(0),
+            th.as_tensor(segment.initial_state[1], device=device).unsqueeze(0),
+        ),
+        final_obs=final_obs,
+    )
+
+
 def recurrent_outputs(
     policy: RecurrentACERPolicy, avg_policy: RecurrentACERPolicy, segment: Segment
 ) -> RawOutputs:
@@ -192,36 +236,22 @@ def recurrent_outputs(
     Raises:
         ValueError: if the segment carries no ``initial_state``.
     """
-    if segment.initial_state is None:
-        raise ValueError("a recurrent policy needs segments that carry their initial_state")
-    device = policy.device
+    inputs = sequence_inputs(segment, policy.device)
     n_steps, n_envs = segment.n_steps, segment.n_envs
-    obs = obs_as_tensor(unpack_observations(segment.observations), device)
-    starts = th.as_tensor(segment.episode_starts, device=device)
-    state = (
-        th.as_tensor(segment.initial_state[0], device=device).unsqueeze(0),
-        th.as_tensor(segment.initial_state[1], device=device).unsqueeze(0),
-    )
-    n_final = len(segment.final_observations)
-    output = policy.forward_sequence(
-        obs, starts, state, keep_states_at=segment.final_index if n_final else None
-    )
+    keep = segment.final_index if inputs.final_obs is not None else None
+    output = policy.forward_sequence(inputs.obs, inputs.starts, inputs.state, keep_states_at=keep)
     logits = output.logits.reshape((n_steps + 1) * n_envs, -1)
     q_values = output.q_values.reshape((n_steps + 1) * n_envs, -1)
-    if n_final:
+    if inputs.final_obs is not None:
         assert output.kept_state is not None
-        final = policy.forward_sequence(
-            map_observations(
-                lambda x: x.unsqueeze(0),
-                obs_as_tensor(unpack_observations(segment.final_observations), device),
-            ),
-            th.zeros((1, n_final), dtype=th.bool, device=device),
-            output.kept_state,
-        )
+        no_start = th.zeros((1, len(segment.final_index)), dtype=th.bool, device=policy.device)
+        final = policy.forward_sequence(inputs.final_obs, no_start, output.kept_state)
         logits = th.cat([logits, final.logits[0]])
         q_values = th.cat([q_values, final.q_values[0]])
     with th.no_grad():
-        avg_logits = avg_policy.forward_sequence(first_rows(obs, n_steps), starts[:n_steps], state).logits
+        avg_logits = avg_policy.forward_sequence(
+            first_rows(inputs.obs, n_steps), inputs.starts[:n_steps], inputs.state
+        ).logits
     return RawOutputs(logits, q_values, avg_logits.reshape(n_steps * n_envs, -1))
 
 

@@ -25,9 +25,10 @@ from stable_baselines3.common.utils import obs_as_tensor
 from sb3_acer import functional as F
 from sb3_acer import functional_continuous as FC
 from sb3_acer.observations import first_rows, unpack_observations
-from sb3_acer.policies.sdn import SDNPolicy
+from sb3_acer.policies.sdn import SDNOutput, SDNPolicy
+from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
 from sb3_acer.segment import Segment
-from sb3_acer.update import TrustRegionDiagnostics, UpdateConfig, UpdateStats
+from sb3_acer.update import TrustRegionDiagnostics, UpdateConfig, UpdateStats, sequence_inputs
 
 __all__ = [
     "SDNCritic",
@@ -80,22 +81,44 @@ class SDNForward(NamedTuple):
 
 
 def sdn_forward(policy: SDNPolicy, avg_policy: SDNPolicy, segment: Segment) -> SDNForward:
-    """Forward passes of the current network (one batch of every observation of ``segment`` and the ``K``
-    truncation observations) and of the average network (``x_0 .. x_{T-1}``)."""
+    """Forward passes of the current network (every observation of ``segment`` and the ``K`` truncation
+    observations) and of the average network (``x_0 .. x_{T-1}``).
+
+    A recurrent policy (:class:`~sb3_acer.policies.sdn_recurrent.RecurrentSDNPolicy`) and its average
+    network are unrolled from ``segment.initial_state``, as in :func:`sb3_acer.update.recurrent_outputs`.
+
+    Raises:
+        TypeError: if the average network is not of the same kind (recurrent or not) as the policy.
+    """
     n_steps, n_envs = segment.n_steps, segment.n_envs
-    n_rows = (n_steps + 1) * n_envs
-    obs = segment.observations.reshape((n_rows, *segment.observations.shape[2:]))
-    if len(segment.final_observations):
-        obs = np.concatenate([obs, segment.final_observations], axis=0)
-    obs_tensor = obs_as_tensor(unpack_observations(obs), policy.device)
-    output = policy.evaluate(obs_tensor)
-    with th.no_grad():
-        avg_stats = avg_policy.statistics(first_rows(obs_tensor, n_steps * n_envs))
+    n_rows, n_samples = (n_steps + 1) * n_envs, n_steps * n_envs
+    if isinstance(policy, RecurrentSDNPolicy) != isinstance(avg_policy, RecurrentSDNPolicy):
+        raise TypeError("the average network must be recurrent exactly when the policy is")
+    if isinstance(policy, RecurrentSDNPolicy) and isinstance(avg_policy, RecurrentSDNPolicy):
+        inputs = sequence_inputs(segment, policy.device)
+        keep = segment.final_index if inputs.final_obs is not None else None
+        output, _, kept_state = policy.evaluate_sequence(inputs.obs, inputs.starts, inputs.state, keep)
+        if inputs.final_obs is not None:
+            assert kept_state is not None
+            no_start = th.zeros((1, len(segment.final_index)), dtype=th.bool, device=policy.device)
+            final, _, _ = policy.evaluate_sequence(inputs.final_obs, no_start, kept_state)
+            output = SDNOutput(*(th.cat([mine, theirs]) for mine, theirs in zip(output, final, strict=True)))
+        with th.no_grad():
+            avg_stats = avg_policy.evaluate_sequence(
+                first_rows(inputs.obs, n_steps), inputs.starts[:n_steps], inputs.state
+            )[0].stats
+    else:
+        obs = segment.observations.reshape((n_rows, *segment.observations.shape[2:]))
+        if len(segment.final_observations):
+            obs = np.concatenate([obs, segment.final_observations], axis=0)
+        obs_tensor = obs_as_tensor(unpack_observations(obs), policy.device)
+        output = policy.evaluate(obs_tensor)
+        with th.no_grad():
+            avg_stats = avg_policy.statistics(first_rows(obs_tensor, n_samples))
     truncation_values = th.zeros_like(th.as_tensor(segment.rewards, device=policy.device))
     if len(segment.final_observations):
         index = th.as_tensor(segment.final_index, device=policy.device)
         truncation_values[index[:, 0], index[:, 1]] = output.values[n_rows:].detach()
-    n_samples = n_steps * n_envs
     return SDNForward(
         stats=output.stats[:n_samples].view(n_steps, n_envs, -1),
         values=output.values[:n_rows].view(n_steps + 1, n_envs),

@@ -20,7 +20,7 @@ from stable_baselines3.common.envs import (
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
-from sb3_acer import ACER, MlpLstmPolicy, UnsupportedSpaceError
+from sb3_acer import ACER, UnsupportedSpaceError
 from sb3_acer.policies.sdn import SDNMlpPolicy, SDNPolicy
 from sb3_acer.rollout import collect_segment
 
@@ -74,11 +74,7 @@ def test_dict_and_tuple_action_spaces_are_refused_by_name(action_space: spaces.S
     assert str(action_space) in str(info.value)
 
 
-def test_recurrent_policies_refuse_non_discrete_actions() -> None:
-    with pytest.raises(
-        UnsupportedSpaceError, match=r"MlpLstmPolicy cannot act in Box.*Discrete actions only"
-    ):
-        ACER(MlpLstmPolicy, _SpaceEnv(spaces.Box(-1, 1, (2,))))
+def test_sdn_policies_refuse_discrete_actions() -> None:
     with pytest.raises(UnsupportedSpaceError, match=r"SDNMlpPolicy takes Box, MultiDiscrete or MultiBinary"):
         ACER(SDNMlpPolicy, _SpaceEnv(spaces.Discrete(3)))
 

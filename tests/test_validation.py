@@ -21,7 +21,9 @@ from sb3_acer import ACER
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "
-    "'MultiInputLstmPolicy', 'MultiInputPolicy', 'SDNCnnPolicy', 'SDNMlpPolicy', 'SDNMultiInputPolicy']"
+    "'MultiInputLstmPolicy', 'MultiInputPolicy', 'SDNCnnLnLstmPolicy', 'SDNCnnLstmPolicy', 'SDNCnnPolicy', "
+    "'SDNMlpLnLstmPolicy', 'SDNMlpLstmPolicy', 'SDNMlpPolicy', 'SDNMultiInputLstmPolicy', "
+    "'SDNMultiInputPolicy']"
 )
 LR_SCHEDULES = "['constant', 'double_linear_con', 'double_middle_drop', 'linear', 'middle_drop']"
 MLP_KWARGS = (

@@ -10,7 +10,10 @@
 - :mod:`sb3_acer.policies.sdn`: :class:`SDNPolicy`, ``SDNMlpPolicy``, ``SDNCnnPolicy`` and
   ``SDNMultiInputPolicy``, the actor and
   stochastic dueling critic of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions (``MlpPolicy`` and
-  ``CnnPolicy`` build them for those spaces).
+  ``CnnPolicy`` build them for those spaces);
+- :mod:`sb3_acer.policies.sdn_recurrent`: :class:`RecurrentSDNPolicy` and ``SDNMlpLstmPolicy``,
+  ``SDNMlpLnLstmPolicy``, ``SDNCnnLstmPolicy``, ``SDNCnnLnLstmPolicy``, ``SDNMultiInputLstmPolicy``, which
+  the LSTM policies build for those spaces.
 
 Model files name the policy classes by their path in this package (``sb3_acer.policies:MlpPolicy``).
 """
@@ -21,6 +24,7 @@ from sb3_acer.policies.recurrent import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
     LayerNormLSTM,
+    LSTMMemory,
     LSTMState,
     MlpLnLstmPolicy,
     MlpLstmPolicy,
@@ -30,6 +34,14 @@ from sb3_acer.policies.recurrent import (
     parse_recurrent_net_arch,
 )
 from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
+from sb3_acer.policies.sdn_recurrent import (
+    RecurrentSDNPolicy,
+    SDNCnnLnLstmPolicy,
+    SDNCnnLstmPolicy,
+    SDNMlpLnLstmPolicy,
+    SDNMlpLstmPolicy,
+    SDNMultiInputLstmPolicy,
+)
 
 __all__ = [
     "ACERPolicy",
@@ -37,6 +49,7 @@ __all__ = [
     "CnnLnLstmPolicy",
     "CnnLstmPolicy",
     "CnnPolicy",
+    "LSTMMemory",
     "LSTMState",
     "LayerNormLSTM",
     "MlpLnLstmPolicy",
@@ -47,8 +60,14 @@ __all__ = [
     "PolicyOutput",
     "RecurrentACERPolicy",
     "RecurrentOutput",
+    "RecurrentSDNPolicy",
+    "SDNCnnLnLstmPolicy",
+    "SDNCnnLstmPolicy",
     "SDNCnnPolicy",
+    "SDNMlpLnLstmPolicy",
+    "SDNMlpLstmPolicy",
     "SDNMlpPolicy",
+    "SDNMultiInputLstmPolicy",
     "SDNMultiInputPolicy",
     "SDNPolicy",
     "parse_net_arch",

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import (
     BaseFeaturesExtractor,
     CombinedExtractor,
@@ -39,6 +40,7 @@ from sb3_acer.policies.base import (
 __all__ = [
     "CnnLnLstmPolicy",
     "CnnLstmPolicy",
+    "LSTMMemory",
     "LSTMState",
     "LayerNormLSTM",
     "MlpLnLstmPolicy",
@@ -46,6 +48,9 @@ __all__ = [
     "MultiInputLstmPolicy",
     "RecurrentACERPolicy",
     "RecurrentOutput",
+    "check_n_lstm",
+    "init_lstm",
+    "make_lstm",
     "parse_recurrent_net_arch",
 ]
 
@@ -133,7 +138,230 @@ class LayerNormLSTM(nn.Module):
         return th.stack(outputs), (h.unsqueeze(0), c.unsqueeze(0))
 
 
-class RecurrentACERPolicy(BaseACERPolicy):
+def init_lstm(lstm: nn.Module) -> None:
+    """Orthogonal LSTM weights (gain 1) and zero biases."""
+    for name, parameter in lstm.named_parameters():
+        if name.startswith("weight"):
+            nn.init.orthogonal_(parameter, gain=1.0)
+        elif name.startswith("bias"):
+            nn.init.zeros_(parameter)
+
+
+def check_n_lstm(n_lstm: Any) -> int:
+    """``n_lstm`` as an ``int``.
+
+    Raises:
+        ValueError: if ``n_lstm`` is not a positive integer.
+    """
+    if not isinstance(n_lstm, int | np.integer) or isinstance(n_lstm, bool) or n_lstm <= 0:
+        raise ValueError(f"n_lstm must be a positive integer, got {n_lstm!r}")
+    return int(n_lstm)
+
+
+def make_lstm(input_size: int, n_lstm: int, layer_norm: bool) -> nn.Module:
+    """A one-layer, time-major LSTM of ``n_lstm`` units: :class:`LayerNormLSTM` or ``torch.nn.LSTM``."""
+    return LayerNormLSTM(input_size, n_lstm) if layer_norm else nn.LSTM(input_size, n_lstm)
+
+
+class LSTMMemory(BasePolicy):
+    """What every recurrent ACER policy does with its LSTM state, whatever its heads.
+
+    The state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every step,
+    so an episode that starts inside a sequence starts from zeros exactly as if it were run on its own.
+    Subclasses set ``n_lstm``, ``pre_lstm`` (the layers between the features and the LSTM) and ``lstm``
+    (see :func:`make_lstm`), and implement :meth:`step_actions`.
+    """
+
+    n_lstm: int
+    pre_lstm: nn.Module
+    lstm: nn.Module
+
+    def initial_state(self, n_envs: int) -> LSTMState:
+        """The zero state of ``n_envs`` sequences, ``(h, c)`` each ``[1, n_envs, n_lstm]``."""
+        h = th.zeros((1, n_envs, self.n_lstm), device=self.device)
+        return h, th.zeros_like(h)
+
+    def check_sequence(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> tuple[int, int]:
+        """``(T, B)`` of ``[T, B, ...]`` observations, ``[T, B]`` episode starts and a ``[1, B, n_lstm]``
+        state.
+
+        Raises:
+            ValueError: if the shapes do not fit together.
+        """
+        if episode_starts.dim() != 2 or episode_starts.shape[0] == 0:
+            raise ValueError(f"episode_starts must be [T, B] with T >= 1, got {tuple(episode_starts.shape)}")
+        n_steps, n_seq = episode_starts.shape
+        if leading_shape(obs, 2) != (n_steps, n_seq):
+            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {shapes_of(obs)}")
+        for part in state:
+            if tuple(part.shape) != (1, n_seq, self.n_lstm):
+                raise ValueError(
+                    f"state must be (h, c) each of shape (1, {n_seq}, {self.n_lstm}), got {tuple(part.shape)}"
+                )
+        return n_steps, n_seq
+
+    def unroll(
+        self, x: th.Tensor, starts: th.Tensor, state: LSTMState, keep_states_at: np.ndarray | None
+    ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
+        """Run the LSTM over ``[T, B, F]`` inputs from ``state``, resetting it where ``starts`` (``[T, B]``
+        bool); returns the ``[T, B, n_lstm]`` outputs, the final state and the states kept after the
+        ``(t, b)`` rows of ``keep_states_at`` (see :meth:`RecurrentACERPolicy.forward_sequence`).
+
+        Raises:
+            ValueError: for a ``keep_states_at`` row outside the sequences.
+        """
+        # The LSTM runs over the stretches between the steps at which some sequence starts an episode (or
+        # after which a state is to be kept); at each such step the state is masked.
+        n_steps, n_seq = starts.shape
+        any_start = starts.any(dim=1).tolist()
+        cuts = {t for t in range(1, n_steps) if any_start[t]}
+        keep: np.ndarray | None = None
+        if keep_states_at is not None:
+            keep = np.asarray(keep_states_at, dtype=np.int64).reshape(-1, 2)
+            if len(keep) and not (
+                (keep >= 0).all() and (keep[:, 0] < n_steps).all() and (keep[:, 1] < n_seq).all()
+            ):
+                raise ValueError(
+                    f"keep_states_at rows (t, b) must lie in [0, {n_steps}) x [0, {n_seq}), "
+                    f"got {keep.tolist()}"
+                )
+            cuts.update(int(t) + 1 for t in keep[:, 0] if t + 1 < n_steps)
+        not_start = (~starts).to(x.dtype).unsqueeze(-1)  # [T, B, 1]
+        edges = [0, *sorted(cuts), n_steps]
+        h, c = state
+        outputs: list[th.Tensor] = []
+        kept_rows: list[np.ndarray] = []
+        kept_h: list[th.Tensor] = []
+        kept_c: list[th.Tensor] = []
+        for begin, end in itertools.pairwise(edges):
+            if any_start[begin]:
+                h, c = h * not_start[begin], c * not_start[begin]
+            out, (h, c) = self.lstm(x[begin:end], (h, c))
+            outputs.append(out)
+            if keep is not None:
+                rows = np.flatnonzero(keep[:, 0] == end - 1)
+                if len(rows):
+                    columns = th.as_tensor(keep[rows, 1], device=h.device)
+                    kept_rows.append(rows)
+                    kept_h.append(h[:, columns])
+                    kept_c.append(c[:, columns])
+        lstm_out = outputs[0] if len(outputs) == 1 else th.cat(outputs)
+        kept_state: LSTMState | None = None
+        if keep is not None:
+            if kept_rows:
+                inverse = th.as_tensor(np.argsort(np.concatenate(kept_rows)), device=h.device)
+                kept_state = (th.cat(kept_h, dim=1)[:, inverse], th.cat(kept_c, dim=1)[:, inverse])
+            else:
+                empty = h.new_zeros((1, 0, self.n_lstm))
+                kept_state = (empty, empty.clone())
+        return lstm_out, (h, c), kept_state
+
+    def memory(
+        self,
+        obs: PyTorchObs,
+        episode_starts: th.Tensor,
+        state: LSTMState,
+        keep_states_at: np.ndarray | None = None,
+    ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
+        """Features, the layers before the LSTM and the LSTM over ``[T, B, ...]`` observations from
+        ``state``; returns the ``[T, B, n_lstm]`` outputs, the final state and the kept states (see
+        :meth:`RecurrentACERPolicy.forward_sequence` for the arguments).
+
+        Raises:
+            ValueError: if the shapes do not fit together.
+        """
+        n_steps, n_seq = self.check_sequence(obs, episode_starts, state)
+        features = self.extract_features(
+            map_observations(lambda x: x.reshape(n_steps * n_seq, *x.shape[2:]), obs), self.features_extractor
+        )
+        latent = self.pre_lstm(features).view(n_steps, n_seq, -1)
+        return self.unroll(latent, episode_starts.bool(), state, keep_states_at)
+
+    def prepare_inputs(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None,
+        episode_start: np.ndarray | None,
+    ) -> tuple[PyTorchObs, bool, LSTMState, th.Tensor]:
+        """Observation, state and episode starts as tensors for one step.
+
+        Args:
+            observation: one observation or a batch of ``n``.
+            state: ``(h, c)`` as returned by :meth:`predict`, each ``[1, n, n_lstm]`` (``[n, n_lstm]`` is
+                accepted); ``None`` for the zero state.
+            episode_start: ``[n]`` flags (bool or 0/1, SB2's ``mask``); ``None`` for no episode start.
+
+        Returns:
+            The observation tensor, whether it was a batch, the state and the ``[n]`` bool episode starts.
+
+        Raises:
+            ValueError: for a state or episode starts that do not fit ``n`` observations.
+        """
+        obs_tensor, vectorized = self.obs_to_tensor(observation)
+        (n,) = leading_shape(obs_tensor)
+        if state is None:
+            lstm_state = self.initial_state(n)
+        else:
+            if not isinstance(state, tuple | list) or len(state) != 2:
+                raise ValueError(
+                    f"state must be the (h, c) pair returned by predict (or None), got {type(state).__name__}"
+                    + (f" of length {len(state)}" if isinstance(state, tuple | list) else "")
+                )
+            parts = []
+            for part in state:
+                tensor = th.as_tensor(np.asarray(part), dtype=th.float32, device=self.device)
+                if tuple(tensor.shape) == (n, self.n_lstm):
+                    tensor = tensor.unsqueeze(0)
+                if tuple(tensor.shape) != (1, n, self.n_lstm):
+                    raise ValueError(
+                        f"state arrays must have shape (1, {n}, {self.n_lstm}) for {n} observation(s), "
+                        f"got {tuple(tensor.shape)}"
+                    )
+                parts.append(tensor)
+            lstm_state = (parts[0], parts[1])
+        if episode_start is None:
+            starts = th.zeros(n, dtype=th.bool, device=self.device)
+        else:
+            flags = np.asarray(episode_start).reshape(-1)
+            if flags.shape != (n,):
+                raise ValueError(f"episode_start must hold one flag per observation ({n}), got {flags.shape}")
+            starts = th.as_tensor(flags != 0, device=self.device)
+        return obs_tensor, vectorized, lstm_state, starts
+
+    def step_actions(
+        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor, deterministic: bool
+    ) -> tuple[np.ndarray, LSTMState]:
+        """``[B, ...]`` actions as the env takes them for one step of ``B`` sequences, and the next state."""
+        raise NotImplementedError
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """Action(s) for one observation or a batch of any size, and the next state.
+
+        Args:
+            observation: one observation or a batch of ``n``.
+            state: the state returned by the previous call (``None``: zeros).
+            episode_start: ``[n]`` flags, true where the observation starts an episode (its state is reset).
+            deterministic: take the most probable action instead of sampling.
+
+        Returns:
+            The action(s) and the next state ``(h, c)``, NumPy arrays each ``[1, n, n_lstm]``.
+        """
+        self.set_training_mode(False)
+        obs_tensor, vectorized, lstm_state, starts = self.prepare_inputs(observation, state, episode_start)
+        with th.no_grad():
+            actions, (h, c) = self.step_actions(obs_tensor, lstm_state, starts, deterministic)
+        if not vectorized:
+            actions = actions.squeeze(axis=0)
+        return actions, (h.cpu().numpy(), c.cpu().numpy())
+
+
+class RecurrentACERPolicy(LSTMMemory, BaseACERPolicy):
     """Recurrent ACER policy: features -> layers -> LSTM -> layers -> ``pi`` and ``Q`` heads.
 
     The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every
@@ -188,20 +416,17 @@ class RecurrentACERPolicy(BaseACERPolicy):
             features_extractor_kwargs=features_extractor_kwargs,
             normalize_images=normalize_images,
         )
-        if not isinstance(n_lstm, int | np.integer) or isinstance(n_lstm, bool) or n_lstm <= 0:
-            raise ValueError(f"n_lstm must be a positive integer, got {n_lstm!r}")
+        n_lstm = check_n_lstm(n_lstm)
         if net_arch is None:
             net_arch = ["lstm"] if issubclass(features_extractor_class, NatureCNN) else [64, 64, "lstm"]
         before, after, pi_layers, qf_layers = parse_recurrent_net_arch(net_arch)
         self.net_arch = net_arch
-        self.n_lstm = int(n_lstm)
+        self.n_lstm = n_lstm
         self.layer_norm = bool(layer_norm)
 
         self.build_features_extractor()
         self.pre_lstm, lstm_input = build_mlp(self.features_dim, before, activation_fn)
-        self.lstm: nn.Module = (
-            LayerNormLSTM(lstm_input, self.n_lstm) if self.layer_norm else nn.LSTM(lstm_input, self.n_lstm)
-        )
+        self.lstm = make_lstm(lstm_input, self.n_lstm, self.layer_norm)
         self.post_lstm, latent_dim = build_mlp(self.n_lstm, after, activation_fn)
         self.build_heads(latent_dim, pi_layers, qf_layers)
         if ortho_init:
@@ -215,21 +440,12 @@ class RecurrentACERPolicy(BaseACERPolicy):
                     self.q_net: 1.0,
                 }
             )
-            for name, parameter in self.lstm.named_parameters():
-                if name.startswith("weight"):
-                    nn.init.orthogonal_(parameter, gain=1.0)
-                elif name.startswith("bias"):
-                    nn.init.zeros_(parameter)
+            init_lstm(self.lstm)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(n_lstm=self.n_lstm, layer_norm=self.layer_norm)
         return data
-
-    def initial_state(self, n_envs: int) -> LSTMState:
-        """The zero state of ``n_envs`` sequences, ``(h, c)`` each ``[1, n_envs, n_lstm]``."""
-        h = th.zeros((1, n_envs, self.n_lstm), device=self.device)
-        return h, th.zeros_like(h)
 
     def forward_sequence(
         self,
@@ -252,21 +468,7 @@ class RecurrentACERPolicy(BaseACERPolicy):
         Returns:
             Logits and Q-values ``[T, B, A]``, the final state and the kept states.
         """
-        if episode_starts.dim() != 2 or episode_starts.shape[0] == 0:
-            raise ValueError(f"episode_starts must be [T, B] with T >= 1, got {tuple(episode_starts.shape)}")
-        n_steps, n_seq = episode_starts.shape
-        if leading_shape(obs, 2) != (n_steps, n_seq):
-            raise ValueError(f"obs must be [T={n_steps}, B={n_seq}, ...], got {shapes_of(obs)}")
-        for part in state:
-            if tuple(part.shape) != (1, n_seq, self.n_lstm):
-                raise ValueError(
-                    f"state must be (h, c) each of shape (1, {n_seq}, {self.n_lstm}), got {tuple(part.shape)}"
-                )
-        features = self.extract_features(
-            map_observations(lambda x: x.reshape(n_steps * n_seq, *x.shape[2:]), obs), self.features_extractor
-        )
-        latent = self.pre_lstm(features).view(n_steps, n_seq, -1)
-        lstm_out, final_state, kept_state = self._unroll(latent, episode_starts.bool(), state, keep_states_at)
+        lstm_out, final_state, kept_state = self.memory(obs, episode_starts, state, keep_states_at)
         latent_pi, latent_q = self.mlp_extractor(self.post_lstm(lstm_out))
         return RecurrentOutput(
             logits=self.action_net(latent_pi),
@@ -274,55 +476,6 @@ class RecurrentACERPolicy(BaseACERPolicy):
             state=final_state,
             kept_state=kept_state,
         )
-
-    def _unroll(
-        self, x: th.Tensor, starts: th.Tensor, state: LSTMState, keep_states_at: np.ndarray | None
-    ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
-        # The LSTM runs over the stretches between the steps at which some sequence starts an episode (or
-        # after which a state is to be kept); at each such step the state is masked.
-        n_steps, n_seq = starts.shape
-        any_start = starts.any(dim=1).tolist()
-        cuts = {t for t in range(1, n_steps) if any_start[t]}
-        keep: np.ndarray | None = None
-        if keep_states_at is not None:
-            keep = np.asarray(keep_states_at, dtype=np.int64).reshape(-1, 2)
-            if len(keep) and not (
-                (keep >= 0).all() and (keep[:, 0] < n_steps).all() and (keep[:, 1] < n_seq).all()
-            ):
-                raise ValueError(
-                    f"keep_states_at rows (t, b) must lie in [0, {n_steps}) x [0, {n_seq}), "
-                    f"got {keep.tolist()}"
-                )
-            cuts.update(int(t) + 1 for t in keep[:, 0] if t + 1 < n_steps)
-        not_start = (~starts).to(x.dtype).unsqueeze(-1)  # [T, B, 1]
-        edges = [0, *sorted(cuts), n_steps]
-        h, c = state
-        outputs: list[th.Tensor] = []
-        kept_rows: list[np.ndarray] = []
-        kept_h: list[th.Tensor] = []
-        kept_c: list[th.Tensor] = []
-        for begin, end in itertools.pairwise(edges):
-            if any_start[begin]:
-                h, c = h * not_start[begin], c * not_start[begin]
-            out, (h, c) = self.lstm(x[begin:end], (h, c))
-            outputs.append(out)
-            if keep is not None:
-                rows = np.flatnonzero(keep[:, 0] == end - 1)
-                if len(rows):
-                    columns = th.as_tensor(keep[rows, 1], device=h.device)
-                    kept_rows.append(rows)
-                    kept_h.append(h[:, columns])
-                    kept_c.append(c[:, columns])
-        lstm_out = outputs[0] if len(outputs) == 1 else th.cat(outputs)
-        kept_state: LSTMState | None = None
-        if keep is not None:
-            if kept_rows:
-                inverse = th.as_tensor(np.argsort(np.concatenate(kept_rows)), device=h.device)
-                kept_state = (th.cat(kept_h, dim=1)[:, inverse], th.cat(kept_c, dim=1)[:, inverse])
-            else:
-                empty = h.new_zeros((1, 0, self.n_lstm))
-                kept_state = (empty, empty.clone())
-        return lstm_out, (h, c), kept_state
 
     def forward(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> RecurrentOutput:
         """Same as :meth:`forward_sequence` (``[T, B, ...]`` inputs)."""
@@ -344,6 +497,12 @@ class RecurrentACERPolicy(BaseACERPolicy):
         output, next_state = self.step(obs, state, episode_starts)
         return th.softmax(output.logits, dim=-1), next_state
 
+    def step_actions(
+        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor, deterministic: bool
+    ) -> tuple[np.ndarray, LSTMState]:
+        output, next_state = self.step(obs, state, episode_starts)
+        return select_actions(output.logits, deterministic).cpu().numpy(), next_state
+
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         # BasePolicy's stateless interface: every observation starts an episode (use predict for memory).
         (n,) = leading_shape(observation)
@@ -351,85 +510,6 @@ class RecurrentACERPolicy(BaseACERPolicy):
             observation, self.initial_state(n), th.ones(n, dtype=th.bool, device=self.device)
         )
         return select_actions(output.logits, deterministic)
-
-    def prepare_inputs(
-        self,
-        observation: np.ndarray | dict[str, np.ndarray],
-        state: tuple[np.ndarray, ...] | None,
-        episode_start: np.ndarray | None,
-    ) -> tuple[PyTorchObs, bool, LSTMState, th.Tensor]:
-        """Observation, state and episode starts as tensors for :meth:`step`.
-
-        Args:
-            observation: one observation or a batch of ``n``.
-            state: ``(h, c)`` as returned by :meth:`predict`, each ``[1, n, n_lstm]`` (``[n, n_lstm]`` is
-                accepted); ``None`` for the zero state.
-            episode_start: ``[n]`` flags (bool or 0/1, SB2's ``mask``); ``None`` for no episode start.
-
-        Returns:
-            The observation tensor, whether it was a batch, the state and the ``[n]`` bool episode starts.
-
-        Raises:
-            ValueError: for a state or episode starts that do not fit ``n`` observations.
-        """
-        obs_tensor, vectorized = self.obs_to_tensor(observation)
-        (n,) = leading_shape(obs_tensor)
-        if state is None:
-            lstm_state = self.initial_state(n)
-        else:
-            if not isinstance(state, tuple | list) or len(state) != 2:
-                raise ValueError(
-                    f"state must be the (h, c) pair returned by predict (or None), got {type(state).__name__}"
-                    + (f" of length {len(state)}" if isinstance(state, tuple | list) else "")
-                )
-            parts = []
-            for part in state:
-                tensor = th.as_tensor(np.asarray(part), dtype=th.float32, device=self.device)
-                if tuple(tensor.shape) == (n, self.n_lstm):
-                    tensor = tensor.unsqueeze(0)
-                if tuple(tensor.shape) != (1, n, self.n_lstm):
-                    raise ValueError(
-                        f"state arrays must have shape (1, {n}, {self.n_lstm}) for {n} observation(s), "
-                        f"got {tuple(tensor.shape)}"
-                    )
-                parts.append(tensor)
-            lstm_state = (parts[0], parts[1])
-        if episode_start is None:
-            starts = th.zeros(n, dtype=th.bool, device=self.device)
-        else:
-            flags = np.asarray(episode_start).reshape(-1)
-            if flags.shape != (n,):
-                raise ValueError(f"episode_start must hold one flag per observation ({n}), got {flags.shape}")
-            starts = th.as_tensor(flags != 0, device=self.device)
-        return obs_tensor, vectorized, lstm_state, starts
-
-    def predict(
-        self,
-        observation: np.ndarray | dict[str, np.ndarray],
-        state: tuple[np.ndarray, ...] | None = None,
-        episode_start: np.ndarray | None = None,
-        deterministic: bool = False,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """Action(s) for one observation or a batch of any size, and the next state.
-
-        Args:
-            observation: one observation or a batch of ``n``.
-            state: the state returned by the previous call (``None``: zeros).
-            episode_start: ``[n]`` flags, true where the observation starts an episode (its state is reset).
-            deterministic: take the most probable action instead of sampling.
-
-        Returns:
-            The action(s) and the next state ``(h, c)``, NumPy arrays each ``[1, n, n_lstm]``.
-        """
-        self.set_training_mode(False)
-        obs_tensor, vectorized, lstm_state, starts = self.prepare_inputs(observation, state, episode_start)
-        with th.no_grad():
-            output, (h, c) = self.step(obs_tensor, lstm_state, starts)
-            actions = select_actions(output.logits, deterministic)
-        actions_np = actions.cpu().numpy()
-        if not vectorized:
-            actions_np = actions_np.squeeze(axis=0)
-        return actions_np, (h.cpu().numpy(), c.cpu().numpy())
 
 
 class MlpLstmPolicy(RecurrentACERPolicy):

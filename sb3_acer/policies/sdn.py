@@ -73,7 +73,7 @@ class SDNPolicy(BasePolicy):
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
+        net_arch: list[Any] | dict[str, list[int]] | None = None,
         activation_fn: type[nn.Module] = nn.Tanh,
         ortho_init: bool = True,
         log_std_init: float = 0.0,
@@ -106,7 +106,8 @@ class SDNPolicy(BasePolicy):
         shared_layers, pi_layers, qf_layers = parse_net_arch(net_arch)
         self.features_extractor = self.make_features_extractor()
         self.features_dim = self.features_extractor.features_dim
-        self.shared_net, latent_dim = build_mlp(self.features_dim, shared_layers, activation_fn)
+        trunk_dim = self.build_trunk(self.features_dim)
+        self.shared_net, latent_dim = build_mlp(trunk_dim, shared_layers, activation_fn)
         self.pi_net, pi_dim = build_mlp(latent_dim, pi_layers, activation_fn)
         self.value_tower, critic_dim = build_mlp(latent_dim, qf_layers, activation_fn)
         self.value_net = nn.Linear(critic_dim, 1)
@@ -151,15 +152,22 @@ class SDNPolicy(BasePolicy):
         )
         return data
 
+    def build_trunk(self, features_dim: int) -> int:
+        """Build what sits between the features and the shared layers; returns its output size. Nothing
+        here (recurrent subclasses put their LSTM there)."""
+        return features_dim
+
     def critic_parameters(self) -> list[nn.Parameter]:
         """The parameters only the critic uses (``V`` and ``A`` towers and heads), for ``q_lr_ratio``."""
         modules = (self.value_tower, self.value_net, self.advantage_tower, self.advantage_net)
         return [p for module in modules for p in module.parameters()]
 
-    def _latent(self, obs: PyTorchObs) -> th.Tensor:
+    def latent(self, obs: PyTorchObs) -> th.Tensor:
+        """``[N, L]`` the shared latent of a batch of observations, input of :meth:`evaluate_latent`."""
         return self.shared_net(self.extract_features(obs, self.features_extractor))
 
-    def _stats(self, latent: th.Tensor) -> th.Tensor:
+    def latent_statistics(self, latent: th.Tensor) -> th.Tensor:
+        """``[N, S]`` statistics of ``pi(.|x)`` from ``[N, L]`` shared latents."""
         head = self.action_net(self.pi_net(latent))
         if isinstance(self.dist, Factorised):
             return self.dist.statistics(head)
@@ -167,13 +175,16 @@ class SDNPolicy(BasePolicy):
 
     def statistics(self, obs: PyTorchObs) -> th.Tensor:
         """``[N, S]`` flat statistics of ``pi(.|x)`` (the critic is not evaluated)."""
-        return self._stats(self._latent(obs))
+        return self.latent_statistics(self.latent(obs))
 
     def evaluate(self, obs: PyTorchObs) -> SDNOutput:
         """The statistics, ``V(x)`` and the critic's latent of a batch of observations."""
-        latent = self._latent(obs)
+        return self.evaluate_latent(self.latent(obs))
+
+    def evaluate_latent(self, latent: th.Tensor) -> SDNOutput:
+        """The statistics, ``V(x)`` and the critic's latent from ``[N, L]`` shared latents."""
         values = self.value_net(self.value_tower(latent)).squeeze(-1)
-        return SDNOutput(stats=self._stats(latent), values=values, critic_latent=latent)
+        return SDNOutput(stats=self.latent_statistics(latent), values=values, critic_latent=latent)
 
     def advantage(self, critic_latent: th.Tensor, actions: th.Tensor) -> th.Tensor:
         """``A(x, a)`` for ``[N, L]`` latents and ``[N, ..., action_size]`` actions -> ``[N, ...]``."""
