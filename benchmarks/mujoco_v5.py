@@ -156,10 +156,10 @@ ACER_DEFAULT: dict[str, Any] = dict(
     replay_start=1000,
     ent_coef=0.01,
 )
-# HalfCheetah-v5 and Ant-v5: the paper's fixed sigma 0.3 (no entropy bonus, the entropy being constant), chosen
-# on seeds 0-1 at 300k steps (benchmarks/results/mujoco_tuning_300k/): greedy evaluations of 3880 and 972
-# against 936 and -6 with the learned log-std and its entropy bonus, which widened the policy until the
-# clipped actions paid Ant's control cost. On Walker2d-v5 the fixed sigma did worse (558 against 1501).
+# HalfCheetah-v5 and Ant-v5: the paper's fixed sigma 0.3 without the entropy bonus (its entropy is constant),
+# chosen on seeds 0-1 at 300k steps (benchmarks/results/mujoco_tuning_300k/): greedy evaluations of 3880 and
+# 972 (Ant standing still) against 936 and -6 with the learned log-std and its entropy bonus. On Walker2d-v5
+# the fixed sigma did worse (558 against 1501).
 LARGE_NETWORK = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]))"
 FIXED_SIGMA = dict(
     ACER_DEFAULT,
