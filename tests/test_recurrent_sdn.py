@@ -176,7 +176,7 @@ def test_the_update_reproduces_the_behaviour_statistics_from_the_stored_state(
             from_zeros = sdn_forward(
                 model.policy, model.policy_avg, Segment(**{**segment.__dict__, "initial_state": zeros})
             )
-        assert np.abs(from_zeros.stats.numpy() - segment.mu_probs).max() > 1e-4
+        assert np.abs(from_zeros.stats.numpy() - segment.mu_probs).max() > 2e-5  # 10 times the tolerance
         model.train(segment)
 
 
