@@ -1,5 +1,5 @@
-"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules), a disk
-that fills up, and a Ctrl-C pressed while torch loads."""
+"""Tiny deterministic Gymnasium environments for the API tests (imported by the test modules), one fresh
+segment of a model, a disk that fills up, and a Ctrl-C pressed while torch loads."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_acer import ACER
+from sb3_acer.segment import Segment
 
 
 class ObservationSpaceEnv(gym.Env):
@@ -113,3 +114,12 @@ class TupleActionEnv(gym.Env):
     def __init__(self) -> None:
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
         self.action_space = spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2)))
+
+
+def collect(model: ACER) -> Segment:
+    """One segment collected by ``model`` from where its env stands (set up on first use), not trained on."""
+    if model._last_obs is None:
+        model._setup_learn(10**9)
+    segment = model._collect(model._init_callback(None))
+    assert segment is not None
+    return segment

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from acer_envs import ObservationSpaceEnv
+from acer_envs import ObservationSpaceEnv, collect
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.callbacks import EvalCallback
@@ -289,14 +289,6 @@ def test_forward_sequence_shape_errors() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- training
-
-
-def collect(model: ACER) -> Segment:
-    if model._last_obs is None:
-        model._setup_learn(10**9)
-    segment = model._collect(model._init_callback(None))
-    assert segment is not None
-    return segment
 
 
 def behaviour_gap(model: ACER, segment: Segment, zero_state: bool = False) -> float:

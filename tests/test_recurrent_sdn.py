@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from acer_envs import collect
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -67,14 +68,6 @@ def short_episode_envs(action_space: spaces.Space, limits: tuple[int, ...] = (3,
             for limit in limits
         ]
     )
-
-
-def collect(model: ACER) -> Segment:
-    if model._last_obs is None:
-        model._setup_learn(10**9)
-    segment = model._collect(model._init_callback(None))
-    assert segment is not None
-    return segment
 
 
 # ------------------------------------------------------------------------------------------- the classes
