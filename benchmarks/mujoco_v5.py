@@ -15,9 +15,8 @@ For each (env, algorithm, seed) the script records:
 
 PPO's settings (:data:`PPO_ZOO`) are rl-baselines3-zoo's ``hyperparams/ppo.yml`` (rl_zoo3 2.9.2) for the
 ``-v4`` (InvertedPendulum: ``-v2``) versions of these tasks, which the zoo has not re-tuned for ``-v5``.
-ACER's (:data:`ACER_PRESETS`) are candidate presets in ``acer.yml``'s keys; those of InvertedPendulum and
-Hopper, ahead of PPO at 1M steps, are ``acer.yml``'s presets (a test keeps the two equal); the three others
-trailed PPO and are not presets. ``--set key=value`` overrides them.
+ACER's (:data:`ACER_PRESETS`), in ``acer.yml``'s keys, are ``acer.yml``'s MuJoCo presets, and a test keeps
+the two equal. ``--set key=value`` overrides them.
 
 SAC's and TD3's figures (:data:`ZOO_OFF_POLICY`) are rl-baselines3-zoo's ``benchmark.md``: one trained agent
 each, 1M steps, on the **-v3** tasks (mujoco-py), deterministic evaluation; quoted beside the table, not run.
