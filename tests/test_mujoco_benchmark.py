@@ -93,3 +93,23 @@ def test_the_preset_is_what_the_benchmark_measured(env_id: str) -> None:
         key: defaults[key].default for key in unmeasured
     }
     assert settings == measured
+
+
+@pytest.mark.parametrize(("sigma", "lowest", "highest"), [(0.01, 0.0, 0.0), (10.0, 0.6, 0.9)])
+def test_the_action_bounds_record_counts_the_actions_the_env_clips(
+    tmp_path: pathlib.Path, sigma: float, lowest: float, highest: float
+) -> None:
+    # InvertedPendulum's bounds are [-3, 3]: a near-zero mean with sigma 10 leaves about 76% of the draws
+    # outside them, with sigma 0.01 none.
+    from benchmarks import action_bounds
+
+    out = tmp_path / "bounds.json"
+    kwargs = f"dict(fixed_std={sigma})"
+    argv = ["--env", "InvertedPendulum-v5", "--timesteps", "400", "--every", "200", "--out", str(out)]
+    action_bounds.main([*argv, "--set", f"policy_kwargs={kwargs}"])
+    record = json.loads(out.read_text())
+    assert [r["step"] for r in record["results"]] == [200, 400]
+    assert record["meta"]["settings"]["policy_kwargs"] == kwargs
+    for row in record["results"]:
+        assert lowest <= row["share_out_of_bounds"] <= highest
+        assert row["mean_abs_mean"] <= row["max_abs_mean"] < 0.5
