@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     th.set_num_threads(1)
-    model, env = make_model("ACER", args.env, args.seed, parse_overrides(args.overrides))
+    overrides = parse_overrides(args.overrides)
+    model, env = make_model("ACER", args.env, args.seed, overrides)
     space = model.action_space
     recorder = BoundsRecorder(args.every, space.low, space.high)  # type: ignore[attr-defined]
     model.learn(args.timesteps, callback=recorder)
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         results=recorder.records,
         env_id=args.env,
         seed=args.seed,
-        settings=describe("ACER", args.env, parse_overrides(args.overrides)),
+        settings=describe("ACER", args.env, overrides),
     )
 
 
