@@ -202,6 +202,18 @@ def test_benchmark_run_dir_keeps_each_run_and_refuses_other_settings(
         bench.run_job(("ACER", "Breakout", 3, 20, 2, {}), tmp_path)
 
 
+@pytest.mark.parametrize("game", MINATAR_GAMES)
+def test_the_preset_is_what_the_benchmark_measured(game: str) -> None:
+    # A user who trains a game with its preset gets the settings of the reported runs.
+    from benchmarks.minatar_games import ACER_PRESETS, acer_kwargs
+    from sb3_acer.presets import load_preset
+
+    preset = load_preset(minatar_id(game))
+    n_envs, policy, measured = acer_kwargs(ACER_PRESETS[game])
+    assert (preset.n_envs, preset.policy) == (n_envs, policy)
+    assert preset.hyperparameters == measured
+
+
 # ------------------------------------------------------------------ the command line
 
 
