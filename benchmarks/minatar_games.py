@@ -88,8 +88,7 @@ def linear(initial: float) -> Callable[[float], float]:
 # PPO's and A2C's). So: a constant step and replay ratio 8, otherwise the defaults (ent_coef 0.01 and the
 # trust region's delta 1 suit MinAtar's rewards, which are 0 or 1 per step like clipped Atari rewards).
 # 16 envs as A2C's zoo settings; the replay memory holds the last 16 x 5000 = 80k steps (float32 frames:
-# 137 MB for Breakout, 339 MB for Seaquest). Not yet tuned: the same settings for every game until the
-# 1M-step runs say more.
+# 137 MB for Breakout, 339 MB for Seaquest). SpaceInvaders, Breakout and Asterix take these settings.
 ACER_DEFAULT: dict[str, Any] = dict(
     n_envs=16,
     policy="CnnPolicy",
