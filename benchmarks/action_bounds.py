@@ -27,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import parse_overrides, write_results
+from benchmarks.common import add_overrides_option, parse_overrides, write_results
 from benchmarks.mujoco_v5 import MUJOCO_ENVS, describe, make_model
 
 
@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--every", type=int, default=20_000)
-    parser.add_argument(
-        "--set", dest="overrides", nargs="+", action="extend", default=[], metavar="KEY=VALUE"
-    )
+    add_overrides_option(parser, "ent_coef=0.0")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     th.set_num_threads(1)

@@ -225,6 +225,19 @@ def add_jobs_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_overrides_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """``--set KEY=VALUE ...`` (repeatable) into ``args.overrides``, for :func:`parse_overrides`."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override an entry of ACER's presets (a Python literal), e.g. --set {example}",
+    )
+
+
 def kept_runs(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, Any]]:
     """When and from which commit each kept run of ``jobs`` finished (the runs may span several sessions)."""
     kept = {}

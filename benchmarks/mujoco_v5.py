@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import (
     Job,
     add_jobs_option,
+    add_overrides_option,
     add_run_dir_options,
     jobs_to_run,
     kept_runs,
@@ -301,15 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int, default=[10, 11, 12])
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override an entry of ACER's presets (a Python literal), e.g. --set replay_ratio=8",
-    )
+    add_overrides_option(parser, "replay_ratio=8")
     add_jobs_option(parser)
     parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
     add_run_dir_options(parser, "env")
