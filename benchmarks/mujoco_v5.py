@@ -177,27 +177,16 @@ SMALL_SIGMA = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.1)"
 # A replay memory of 50000 steps per env did worse (4467 and 4006). On seeds 2-3 runs stayed near half of
 # PPO's return with these settings and the previous ones alike: about half the runs find the fast gait.
 PAPER_MUJOCO = dict(alpha=0.995, correction_term=5.0)
-# HalfCheetah-v5 with 8 envs and replay ratio 8, as Walker2d (below), at 1M steps on seeds 0-3: greedy
-# evaluations of 4419, 5013, 7601 and 5384 (mean 5604), against 6478, 7214, 2759 and 3421 (mean 4968) with
-# 4 envs and replay ratio 4: every evaluation above 4400, though the training return (with the fixed sigma's
-# noise; 3142, 2651, 6066, 2674) stays below that of a 4-env run that found the fast gait (5536, 6233).
-# Seed 4: 5723. On the report seeds 5616, 2831 and 5385 (mean 4610), against 3386, 3584 and 7038 (mean 4669;
-# benchmarks/results/mujoco_1m_hc_env4/) with 4 envs: about the same mean, behind PPO's 5539 either way.
+# HalfCheetah-v5 and Walker2d-v5: 8 envs and replay ratio 8 (each step replayed about twice as often, in
+# batches twice as large, for about as many updates), chosen on seeds 0-3 at 1M steps
+# (benchmarks/results/mujoco_tuning_1m/). On the report seeds neither did better than with 4 envs (those runs
+# are in mujoco_1m_hc_env4/ and mujoco_1m_walker_env4/) and both trail PPO; CHANGELOG has the numbers.
 MORE_ENVS = dict(n_envs=8, replay_ratio=8)
-# Walker2d-v5: 8 envs and replay ratio 8 (each step is learnt from about twice as often, in batches twice
-# as large, for about as many updates), tried at 1M steps on seeds 0-3 (benchmarks/results/mujoco_tuning_1m/):
-# greedy evaluations of 955, 4104, 3581 and 3336, against 2957, 1446 and 2299 (seeds 0-2) with 4 envs and
-# replay ratio 4, and 1836, 3182, 3063 and 1664 with 8 envs alone. The entropy bonus at 0.001 or 0.03,
-# Retrace's lambda at 0.95, the paper's alpha and c, and a constant step did no better than 4 envs
-# (CHANGELOG). On the report seeds it did no better than 4 envs either (2234 against 2358; the 4-env runs are
-# in benchmarks/results/mujoco_1m_walker_env4/), and in those runs it was slower
-# (1188 env steps/s against 1773).
-WALKER = dict(ACER_DEFAULT, policy_kwargs=LARGE_NETWORK, **MORE_ENVS)
 ACER_PRESETS: dict[str, dict[str, Any]] = {
     "InvertedPendulum-v5": dict(ACER_DEFAULT),
     "Hopper-v5": dict(ACER_DEFAULT, policy_kwargs=LARGE_NETWORK),
     "HalfCheetah-v5": dict(FIXED_SIGMA, **PAPER_MUJOCO, **MORE_ENVS),
-    "Walker2d-v5": WALKER,
+    "Walker2d-v5": dict(ACER_DEFAULT, policy_kwargs=LARGE_NETWORK, **MORE_ENVS),
     "Ant-v5": dict(FIXED_SIGMA, policy_kwargs=SMALL_SIGMA),
 }
 
