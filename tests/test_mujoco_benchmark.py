@@ -9,6 +9,7 @@ import pathlib
 from typing import Any
 
 import pytest
+import torch as th
 
 pytest.importorskip("mujoco")
 
@@ -86,7 +87,7 @@ def test_the_preset_is_what_the_benchmark_measured(env_id: str) -> None:
         "norm_reward": False,
     }
     settings = dict(preset.hyperparameters)
-    assert settings.pop("policy_kwargs", {}) == eval(measured.pop("policy_kwargs", "dict()"))
+    assert settings.pop("policy_kwargs", {}) == eval(measured.pop("policy_kwargs", "dict()"), {"nn": th.nn})
     defaults = inspect.signature(ACER).parameters
     unmeasured = [key for key in settings if key not in measured]  # the benchmark left them at the defaults
     assert {key: settings.pop(key) for key in unmeasured} == {
