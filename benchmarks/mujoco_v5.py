@@ -63,6 +63,7 @@ from benchmarks.common import (
 )
 from benchmarks.minatar_games import WINDOW, CurveRecorder, RunResult
 from sb3_acer import ACER
+from sb3_acer.presets import resolve_policy_kwargs
 
 MUJOCO_ENVS = ("InvertedPendulum-v5", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5")
 
@@ -211,7 +212,7 @@ def make_model(algo: str, env_id: str, seed: int, overrides: dict[str, Any]) -> 
     if algo == "ACER":
         kwargs = {**ACER_PRESETS[env_id], **overrides}
         n_envs, policy, normalize = kwargs.pop("n_envs"), kwargs.pop("policy"), kwargs.pop("normalize")
-        policy_kwargs = eval(kwargs.pop("policy_kwargs", "dict()"), {"nn": th.nn})  # acer.yml's strings
+        policy_kwargs = resolve_policy_kwargs(kwargs.pop("policy_kwargs", "dict()"))  # as acer.yml's are read
         env = normalized(make_vec_env(env_id, n_envs=n_envs, seed=seed), normalize, kwargs.get("gamma", 0.99))
         return ACER(policy, env, seed=seed, policy_kwargs=policy_kwargs, **kwargs), env
     kwargs = dict(PPO_ZOO[env_id])

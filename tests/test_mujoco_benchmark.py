@@ -9,13 +9,12 @@ import pathlib
 from typing import Any
 
 import pytest
-import torch as th
 
 pytest.importorskip("mujoco")
 
 import benchmarks.mujoco_v5 as bench
 from sb3_acer import ACER
-from sb3_acer.presets import available_presets, load_preset
+from sb3_acer.presets import available_presets, load_preset, resolve_policy_kwargs
 
 
 def test_a_tiny_run_writes_the_record_and_resumes(
@@ -87,7 +86,7 @@ def test_the_preset_is_what_the_benchmark_measured(env_id: str) -> None:
         "norm_reward": False,
     }
     settings = dict(preset.hyperparameters)
-    assert settings.pop("policy_kwargs", {}) == eval(measured.pop("policy_kwargs", "dict()"), {"nn": th.nn})
+    assert settings.pop("policy_kwargs", {}) == resolve_policy_kwargs(measured.pop("policy_kwargs", "dict()"))
     defaults = inspect.signature(ACER).parameters
     unmeasured = [key for key in settings if key not in measured]  # the benchmark left them at the defaults
     assert {key: settings.pop(key) for key in unmeasured} == {
