@@ -123,7 +123,7 @@ class SegmentAlgorithm(BaseAlgorithm):
             self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
             self.train(segment)
             if log_interval and iteration % log_interval == 0:
-                self._dump_logs(iteration)
+                self.dump_logs(iteration)
         callback_obj.on_training_end()
         return self
 
@@ -230,10 +230,14 @@ class SegmentAlgorithm(BaseAlgorithm):
             return None
         return state
 
-    def _dump_logs(self, iteration: int) -> None:
+    def dump_logs(self, iteration: int = 0) -> None:
+        """Write the ``rollout/``, ``time/`` and ``replay/`` records to the logger, as SB3's algorithms'
+        ``dump_logs`` do (SB3's ``LogEveryNTimesteps`` calls it); ``iteration`` (the number of segments
+        collected in this ``learn`` call) is logged when positive."""
         time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
         fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
-        self.logger.record("time/iterations", iteration, exclude="tensorboard")
+        if iteration > 0:
+            self.logger.record("time/iterations", iteration, exclude="tensorboard")
         if self.ep_info_buffer:
             self.logger.record("rollout/ep_rew_mean", safe_mean([info["r"] for info in self.ep_info_buffer]))
             self.logger.record("rollout/ep_len_mean", safe_mean([info["l"] for info in self.ep_info_buffer]))

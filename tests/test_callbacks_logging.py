@@ -15,6 +15,7 @@ from stable_baselines3.common.callbacks import (
     CheckpointCallback,
     EvalCallback,
     EveryNTimesteps,
+    LogEveryNTimesteps,
     StopTrainingOnRewardThreshold,
 )
 from stable_baselines3.common.logger import configure
@@ -237,6 +238,22 @@ def test_every_logged_key_is_written_and_finite(tmp_path: pathlib.Path) -> None:
     assert float(last["train/learning_rate"]) == 0.0
     assert float(rows[0]["train/learning_rate"]) == pytest.approx(7e-4 * (1 - 100 / 400))
     assert 0.0 <= float(last["train/rho_truncated_frac"]) <= 1.0
+
+
+def test_log_every_n_timesteps_dumps_through_sb3s_public_dump_logs(tmp_path: pathlib.Path) -> None:
+    """SB3's ``LogEveryNTimesteps`` calls ``model.dump_logs()``, which every SB3 algorithm has (it stopped
+    training with NotImplementedError before); the dumps it asks for are written at its steps, without
+    ``time/iterations`` (no iteration is given), as SB3's algorithms write them."""
+    logger = configure(str(tmp_path), ["csv"])
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=8, replay_start=16, buffer_size=64, seed=0)
+    model.set_logger(logger)
+    model.learn(128, callback=LogEveryNTimesteps(n_steps=32), log_interval=None)
+    logger.close()
+    with open(tmp_path / "progress.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(row["time/total_timesteps"]) for row in rows] == [32, 64, 96, 128]
+    assert "time/iterations" not in rows[0]
+    assert all(int(row["time/fps"]) > 0 for row in rows)
 
 
 # ------------------------------------------------------------------- episode statistics and seeding as in SB3

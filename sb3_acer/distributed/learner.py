@@ -197,4 +197,4 @@ def _loop(
             pool.broadcast(updates)
         if log_interval and iteration % log_interval == 0:
             actors.stats = stats.record(model, pool)
-            model._dump_logs(iteration)
+            model.dump_logs(iteration)
