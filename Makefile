@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION := 2.13.0
+# Two stamps: `make run` needs only the package and torch; `make test` (and everything for maintainers) the
+# [dev] extra on top, with Ray, MuJoCo, the zoo, ONNX and the docs tools.
+CORE_STAMP := $(VENV)/.sb3-acer-core
 STAMP := $(VENV)/.sb3-acer-installed
 
 .PHONY: install run test lint typecheck unit docs docs-build slow bench clean
@@ -12,14 +15,18 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # torch is pinned and installed first so that no other requirement pulls a (multi-GB) CUDA build.
-$(STAMP): $(PY) pyproject.toml
+$(CORE_STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install --quiet -e .
+	touch $(CORE_STAMP)
+
+$(STAMP): $(CORE_STAMP)
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(CORE_STAMP)
 	$(PY) -m sb3_acer.examples.cartpole
 
 lint: $(STAMP)
