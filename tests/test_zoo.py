@@ -4,8 +4,14 @@ record_video and ``-optimize`` in-process on CartPole with tiny budgets, and ``A
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import pathlib
+import pickle
+import re
+import shutil
+import sys
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -230,3 +236,139 @@ def test_load_keyword_arguments_still_refuse_unknown_names(saved: pathlib.Path) 
     # Keyword arguments set the model's settings: a misspelt one is an error, unlike custom_objects.
     with pytest.raises(ValueError, match=r"unknown hyperparameter 'clip_range' for ACER\.load"):
         ACER.load(saved, clip_range=0.2)
+
+
+# ------------------------------------------------------------------------------- received log folders
+# A log folder may come from someone else: what the zoo would run or import from it is refused in one line
+# naming the file and --trust-log-folder; a trusted folder, or an honest one, plays as before.
+
+ENJOY = ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--no-render", "-n", "20", "--seed", "0"]
+RUN = pathlib.Path("logs", "acer", "CartPole-v1_1")
+#: A module that a received config names; importing it creates MARKER in the current folder.
+HOSTILE_MODULE = "zoo_hostile_module"
+
+
+@pytest.fixture
+def received(zoo_run: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """A copy of the zoo's log folder in the current folder (``tmp_path``, which also holds
+    :data:`HOSTILE_MODULE` on ``sys.path``); its settings folder ``logs/acer/CartPole-v1_1/CartPole-v1``."""
+    shutil.copytree(zoo_run / "logs", tmp_path / "logs")
+    monkeypatch.chdir(tmp_path)
+    module = (
+        f"open({str(tmp_path / 'MARKER')!r}, 'w').close()\n"
+        "import gymnasium\n\n\nclass Wrapper(gymnasium.Wrapper):\n    pass\n"
+    )
+    (tmp_path / f"{HOSTILE_MODULE}.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path / RUN / "CartPole-v1"
+    sys.modules.pop(HOSTILE_MODULE, None)
+
+
+def refused(argv: list[str]) -> str:
+    """The one-line message ``main(argv)`` exits with."""
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    message = raised.value.code
+    assert isinstance(message, str) and "\n" not in message, message
+    return message
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
+
+    def __init__(self, marker: pathlib.Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return self.marker.touch, ()
+
+
+def _honest_config(settings: pathlib.Path, **changes: Any) -> str:
+    """The zoo's own config.yml with ``changes``, as the zoo writes it (an OrderedDict)."""
+    config = dict(yaml.load((settings / "config.yml").read_text(), Loader=yaml.UnsafeLoader))
+    return yaml.dump(OrderedDict(sorted({**config, **changes}.items())))
+
+
+def _tag(settings: pathlib.Path) -> None:
+    (settings / "config.yml").write_text('!!python/object/apply:os.system ["touch MARKER"]\n')
+
+
+def _args_tag(settings: pathlib.Path) -> None:
+    text = (settings / "args.yml").read_text()
+    (settings / "args.yml").write_text(
+        text + "  - - hostile\n    - !!python/object/apply:os.system [touch MARKER]\n"
+    )
+
+
+def _normalize(settings: pathlib.Path) -> None:
+    hostile = "__import__('os').system('touch MARKER')"
+    (settings / "config.yml").write_text(_honest_config(settings, normalize=hostile))
+
+
+def _wrapper(settings: pathlib.Path) -> None:
+    config = _honest_config(settings, env_wrapper=[{f"{HOSTILE_MODULE}.Wrapper": {}}])
+    (settings / "config.yml").write_text(config)
+
+
+def _name_tag(settings: pathlib.Path) -> None:
+    text = (settings / "config.yml").read_text()
+    (settings / "config.yml").write_text(
+        text + f"  - - policy_kwargs\n    - !!python/name:{HOSTILE_MODULE}.Wrapper ''\n"
+    )
+
+
+def _pickle(settings: pathlib.Path) -> None:
+    (settings / "config.yml").write_text(_honest_config(settings, normalize=True))
+    (settings / "vecnormalize.pkl").write_bytes(pickle.dumps(_Payload(settings.parents[3] / "MARKER")))
+
+
+def _zoo_reads(settings: pathlib.Path) -> None:
+    """What the zoo's enjoy does with the settings folder before it plays."""
+    from rl_zoo3.utils import get_saved_hyperparams, get_wrapper_class
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    with contextlib.suppress(AttributeError, TypeError):  # the payloads return os.system's exit code
+        hyperparams, _ = get_saved_hyperparams(str(settings), test_mode=True)
+        get_wrapper_class(hyperparams)
+    yaml.load((settings / "args.yml").read_text(), Loader=yaml.UnsafeLoader)
+    if (settings / "vecnormalize.pkl").exists():
+        with pytest.raises(AttributeError):  # the payload ran; what it returned is no VecNormalize
+            VecNormalize.load(str(settings / "vecnormalize.pkl"), None)  # type: ignore[arg-type]
+
+
+#: How each case tampers with the settings folder, and what the refusal says.
+HOSTILE = {
+    "config.yml tag": (
+        _tag,
+        r"config\.yml, line 1: refusing the YAML tag !!python/object/apply:os\.system, ",
+    ),
+    "args.yml tag": (
+        _args_tag,
+        r"args\.yml, line \d+: refusing the YAML tag !!python/object/apply:os\.system",
+    ),
+    "normalize": (_normalize, r"config\.yml: refusing normalize \"__import__\('os'\).*\(eval\)"),
+    "env_wrapper": (_wrapper, rf"config\.yml: refusing env_wrapper {HOSTILE_MODULE}\.Wrapper: the zoo would"),
+    "python/name": (_name_tag, rf"config\.yml, line \d+: refusing !!python/name:{HOSTILE_MODULE}\.Wrapper: "),
+    "vecnormalize.pkl": (_pickle, r"vecnormalize\.pkl holds pickled VecNormalize statistics"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_received_folder_that_would_run_code_is_refused_in_one_line(
+    received: pathlib.Path, case: str
+) -> None:
+    tamper, expected = HOSTILE[case]
+    tamper(received)
+    # The payload is live: the zoo's own readers run it.
+    _zoo_reads(received)
+    assert (received.parents[3] / "MARKER").exists()
+    (received.parents[3] / "MARKER").unlink()
+    sys.modules.pop(HOSTILE_MODULE, None)
+
+    for script in (ENJOY, ["record_video", *ENJOY[1:]]):
+        message = refused(script)
+        assert re.search(expected, message), message
+        assert message.startswith(f"sb3_acer.zoo {script[0]}: error: {RUN / 'CartPole-v1'}")
+        assert message.endswith(f"pass --trust-log-folder if you trust {RUN}")
+    assert not (received.parents[3] / "MARKER").exists()
+    assert HOSTILE_MODULE not in sys.modules
