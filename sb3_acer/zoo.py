@@ -272,7 +272,9 @@ def _read_yaml(path: pathlib.Path, rules: _Rules) -> Any:
     try:
         return loader.get_single_data()
     except yaml.YAMLError as error:
-        raise LogFolderError(f"{path} is not valid YAML: {one_line(error)}") from None
+        mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise LogFolderError(f"{path} is not valid YAML: {problem or one_line(error)}{where}") from None
     except RecursionError:
         raise LogFolderError(f"{path} is nested too deeply to read") from None
     finally:

@@ -10,6 +10,7 @@ import pathlib
 import pickle
 import re
 import shutil
+import subprocess
 import sys
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -24,8 +25,18 @@ import yaml  # noqa: E402
 
 from sb3_acer import ACER  # noqa: E402
 from sb3_acer.presets import load_preset  # noqa: E402
+from sb3_acer.presets.expressions import ClassName  # noqa: E402
 from sb3_acer.presets.zoo import zoo_hyperparameters, zoo_learning_rate  # noqa: E402
-from sb3_acer.zoo import NET_ARCHS, convert_acer_params, main, sample_acer_params  # noqa: E402
+from sb3_acer.zoo import (  # noqa: E402
+    MAX_YAML_BYTES,
+    NET_ARCHS,
+    LogFolderError,
+    check_log_folder,
+    convert_acer_params,
+    main,
+    read_log_yaml,
+    sample_acer_params,
+)
 
 #: What rl-zoo3's enjoy and record_video always pass to ``load`` (rl_zoo3/enjoy.py).
 ZOO_CUSTOM_OBJECTS = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
@@ -372,3 +383,216 @@ def test_a_received_folder_that_would_run_code_is_refused_in_one_line(
         assert message.endswith(f"pass --trust-log-folder if you trust {RUN}")
     assert not (received.parents[3] / "MARKER").exists()
     assert HOSTILE_MODULE not in sys.modules
+
+
+def test_the_zoos_own_files_are_read_as_data(tmp_path: pathlib.Path) -> None:
+    # What the zoo writes: an OrderedDict of the presets, with classes as !!python/name: and tuples.
+    for env_id, expected in [
+        ("HalfCheetah-v5", {"activation_fn": "torch.nn.modules.activation.ReLU"}),
+        ("MinAtar/Breakout-v1", {"features_extractor_class": "sb3_acer.torch_layers.MinAtarCNN"}),
+    ]:
+        settings = {**zoo_hyperparameters()[env_id], "env_kwargs": {"shape": (84, 84)}}
+        (tmp_path / "config.yml").write_text(yaml.dump(OrderedDict(sorted(settings.items()))))
+        assert "!!python/name:" in (tmp_path / "config.yml").read_text()
+        config = read_log_yaml(tmp_path / "config.yml")
+        assert type(config) is dict and list(config) == sorted(settings)
+        assert config["env_kwargs"] == {"shape": (84, 84)}
+        for key, name in expected.items():
+            assert config["policy_kwargs"][key] == name and isinstance(
+                config["policy_kwargs"][key], ClassName
+            )
+        assert {k: v for k, v in config.items() if k != "policy_kwargs"} == {
+            k: v for k, v in settings.items() if k != "policy_kwargs"
+        }
+    # Without torch among the packages, the class's module is refused (nothing is imported either way).
+    with pytest.raises(LogFolderError, match=r"refusing !!python/name:sb3_acer\.torch_layers\.MinAtarCNN"):
+        read_log_yaml(tmp_path / "config.yml", packages=frozenset({"torch"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("#" * (MAX_YAML_BYTES + 1), rf"config\.yml is {MAX_YAML_BYTES + 1} bytes, more than a zoo file"),
+        (
+            "a: [1\n",
+            r"config\.yml is not valid YAML: expected ',' or '\]', but got '<stream end>' "
+            r"\(line 2, column 1\)$",
+        ),
+        ("\xff", r"config\.yml is not UTF-8 text"),
+        ("[" * 100_000, r"config\.yml is nested too deeply to read"),
+        (
+            "!!python/object/apply:collections.OrderedDict {args: [[]]}\n",
+            r"an OrderedDict tag that is not a list",
+        ),
+        (
+            "!!python/object/apply:collections.OrderedDict [[[a, 1, 2]]]\n",
+            r"that is not a list of \[key, value\]",
+        ),
+        (
+            "!!python/object/apply:collections.OrderedDict [[[[a], 1]]]\n",
+            r"whose keys are not values a YAML key",
+        ),
+        ("!python/tuple {a: 1}\n", r"refusing the YAML tag !python/tuple"),
+        ("!!python/tuple {a: 1}\n", r"refusing a !!python/tuple tag that is not a list"),
+        ("!!python/name:eval ''\n", r"refusing !!python/name:eval: the zoo's loader would import eval"),
+        ("!!python/module:os ''\n", r"refusing the YAML tag !!python/module:os"),
+    ],
+)
+def test_a_damaged_or_hostile_yaml_file_raises_log_folder_error(
+    tmp_path: pathlib.Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "config.yml"
+    path.write_bytes(text.encode("latin-1") if text == "\xff" else text.encode())
+    with pytest.raises(LogFolderError, match=expected):
+        read_log_yaml(path)
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"normalize": "dict(norm_obs=True, clip_obs=10.0)"}, None),  # the zoo's own spellings are read
+        ({"normalize": "{'norm_obs': False}"}, None),
+        (
+            {
+                "normalize": {"norm_obs": True},
+                "env_wrapper": "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+            },
+            None,
+        ),
+        ({"callback": [{"rl_zoo3.callbacks.ParallelTrainCallback": {}}], "policy": "MlpPolicy"}, None),
+        ({"normalize": "True"}, r"refusing normalize 'True', which the zoo would run as Python \(eval\)"),
+        ({"normalize": "dict(norm_obs=os.sep)"}, r"refusing normalize 'dict\(norm_obs=os\.sep\)'"),
+        (
+            {"vec_env_wrapper": "os.path.VecEnv"},
+            r"refusing vec_env_wrapper os\.path\.VecEnv: the zoo would import os\.path,",
+        ),
+        (
+            {"callback": [{"my_callbacks.Log": {}}]},
+            r"refusing callback my_callbacks\.Log: the zoo would import my_callbacks,",
+        ),
+        (
+            {"policy": "my_policies.Policy"},
+            r"name its package with --gym-packages my_policies or pass --trust-log-folder",
+        ),
+    ],
+)
+def test_config_settings_the_zoo_evals_or_imports_from_are_checked(
+    received: pathlib.Path, settings: dict[str, Any], expected: str | None
+) -> None:
+    (received / "config.yml").write_text(yaml.dump(settings))
+    if expected is None:
+        check_log_folder("enjoy", ["--algo", "acer", *ENJOY[1:]])
+    else:
+        with pytest.raises(LogFolderError, match=expected):
+            check_log_folder("enjoy", ["--algo", "acer", *ENJOY[1:]])
+
+
+def test_a_package_the_user_names_may_be_imported(received: pathlib.Path, capsys) -> None:
+    _wrapper(received)
+    main([*ENJOY, "--gym-packages", HOSTILE_MODULE])  # the user's own choice: the zoo imports it
+    assert "Episode Reward" in capsys.readouterr().out
+    assert HOSTILE_MODULE in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["enjoy", "--env", "CartPole-v1", "--no-render"],
+            r"no run folder rl-trained-agents/acer for acer on CartPole-v1: enjoy would download it from the "
+            r"Hugging Face Hub, unchecked; pass --trust-log-folder to allow it$",
+        ),
+        (
+            ["record_video", "--env", "CartPole-v1", "-f", "elsewhere"],
+            r"no run folder elsewhere/acer for acer on ",
+        ),
+        (
+            ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--algo", "ppo"],
+            r"--algo ppo: refusing to load logs/ppo: ppo's model files hold pickles \(Stable-Baselines3's "
+            r"format\), which can run any code; pass --trust-log-folder if you trust logs/ppo$",
+        ),
+        (
+            ["train", "--env", "CartPole-v1", "--algo", "a2c", "-i", "run/model.zip"],
+            r"--algo a2c: refusing to load"
+            r" run/model\.zip: ",
+        ),
+    ],
+)
+def test_folders_that_cannot_be_checked_are_refused(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert re.search(expected, refused(argv))
+    assert list(tmp_path.iterdir()) == []  # nothing was downloaded or written
+
+
+def test_help_is_forwarded(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # no log folder: the zoo prints its help and reads nothing
+    with pytest.raises(SystemExit) as raised:
+        main(["enjoy", "--hel"])
+    assert raised.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: rl_zoo3.enjoy [-h]")
+
+
+def test_a_damaged_model_file_is_one_line(received: pathlib.Path) -> None:
+    (received.parent / "CartPole-v1.zip").write_bytes(b"not a zip")
+    message = refused(ENJOY)  # ACER.load's ModelFileError, raised inside the zoo
+    assert message == (
+        f"sb3_acer.zoo enjoy: error: {RUN / 'CartPole-v1.zip'} is not a model file "
+        "(not a zip archive or truncated): File is not a zip file"
+    )
+
+
+TRAIN = ["train", "--env", "CartPole-v1", "-f", "logs", "--eval-freq", "-1", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def normalized_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    """A folder where the zoo trained ACER on CartPole with VecNormalize (``vecnormalize.pkl``, a pickle)."""
+    folder = tmp_path_factory.mktemp("zoo_normalized")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        main([*TRAIN, "-n", "400", "-params", "normalize:True"])
+        yield folder
+
+
+def test_the_users_own_normalized_folder_plays_when_trusted(
+    normalized_run: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.chdir(normalized_run)
+    statistics = RUN / "CartPole-v1" / "vecnormalize.pkl"
+    assert statistics.is_file()
+    assert refused(ENJOY) == (
+        f"sb3_acer.zoo enjoy: error: {statistics} holds pickled VecNormalize statistics, and unpickling a "
+        f"file can run any code; refusing it; pass --trust-log-folder if you trust {RUN}"
+    )
+    main([*ENJOY, "--trust-log-folder"])
+    out = capsys.readouterr().out
+    assert "Loading running average" in out and "Episode Reward" in out
+
+    # train --trained-agent reads the statistics beside the model too
+    again = [*TRAIN, "-n", "200", "-i", str(RUN / "CartPole-v1.zip"), "-params", "normalize:True"]
+    assert refused(again).startswith(f"sb3_acer.zoo train: error: {statistics} holds pickled VecNormalize")
+    assert not (normalized_run / "logs" / "acer" / "CartPole-v1_2").exists()
+    main([*again, "--trust-log-folder"])
+    out = capsys.readouterr().out
+    assert "Loading pretrained agent" in out and "Loading saved VecNormalize stats" in out
+    assert (normalized_run / "logs" / "acer" / "CartPole-v1_2" / "CartPole-v1.zip").is_file()
+
+
+def test_the_command_prints_one_line_and_no_traceback(received: pathlib.Path) -> None:
+    _tag(received)
+    result = subprocess.run(
+        [sys.executable, "-m", "sb3_acer.zoo", *ENJOY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"sb3_acer.zoo enjoy: error: {RUN / 'CartPole-v1' / 'config.yml'}, line 1: refusing the YAML tag "
+        f"!!python/object/apply:os.system, which the zoo's loader (yaml.UnsafeLoader) would run; pass "
+        f"--trust-log-folder if you trust {RUN}"
+    ]
+    assert not (received.parents[3] / "MARKER").exists()
