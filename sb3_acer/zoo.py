@@ -26,7 +26,9 @@ it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import pathlib
 import runpy
@@ -355,6 +357,9 @@ def _parser(script: str) -> argparse.ArgumentParser:
     else:
         parser.add_argument("-f", "--folder", default=HUB_FOLDER)
         parser.add_argument("--exp-id", type=int, default=0)
+        parser.add_argument("--load-best", action="store_true")
+        parser.add_argument("--load-checkpoint", type=int)
+        parser.add_argument("--load-last-checkpoint", action="store_true")
     return parser
 
 
@@ -406,35 +411,50 @@ def check_log_folder(script: str, args: Sequence[str]) -> None:
     _check_run_folder(script, options, env_name)
 
 
-def _check_algo(algo: str, model: str, rules: _Rules) -> None:
+def _check_algo(algo: str, where: str, rules: _Rules) -> None:
+    """Only ACER's model files are data: other algorithms' are SB3 zips whose ``data`` holds pickles."""
     if algo != ALGO:
         raise LogFolderError(
-            f"--algo {algo}: refusing to load {model}: {algo}'s model files hold pickles "
+            f"--algo {algo}: refusing to load a {algo} model from {where}: its file holds pickles "
             f"(Stable-Baselines3's format), which can run any code; {rules.trust()}"
         )
 
 
-def _run_path(folder: str, algo: str, env_name: str, exp_id: int) -> str:
-    """The run folder the zoo's ``enjoy`` reads (``rl_zoo3.utils.get_model_path``)."""
-    from rl_zoo3.utils import get_latest_run_id
+def _run_path(script: str, options: argparse.Namespace, env_name: str) -> str:
+    """The run folder the zoo's ``script`` reads, found as it finds it (``rl_zoo3.utils.get_model_path``).
 
-    if exp_id == 0:
-        exp_id = get_latest_run_id(os.path.join(folder, algo), env_name)
-    return os.path.join(folder, algo, f"{env_name}_{exp_id}") if exp_id > 0 else os.path.join(folder, algo)
+    Raises:
+        LogFolderError: no model there (``enjoy`` would download one from the Hugging Face Hub into a
+            :data:`HUB_FOLDER` folder, unchecked).
+    """
+    from rl_zoo3.utils import get_model_path
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the run it picks: the zoo prints it again
+            _, _, run = get_model_path(
+                options.exp_id,
+                options.folder,
+                options.algo,
+                env_name,
+                options.load_best,
+                options.load_checkpoint,
+                options.load_last_checkpoint,
+            )
+    except (AssertionError, ValueError) as error:
+        hub = script == "enjoy" and HUB_FOLDER in options.folder
+        download = (
+            f"; enjoy would download it from the Hugging Face Hub, unchecked: pass {TRUST_FLAG} to allow it"
+        )
+        raise LogFolderError(f"{one_line(error)}{download if hub else ''}") from None
+    return run
 
 
 def _check_run_folder(script: str, options: argparse.Namespace, env_name: str) -> None:
-    run = _run_path(options.folder, options.algo, env_name, options.exp_id)
     gym_packages = getattr(options, "gym_packages", [])
-    rules = _Rules(run, _packages(options.env, gym_packages), package_flag=script == "enjoy")
-    _check_algo(options.algo, run, rules)
-    if not os.path.isdir(run):
-        hub = (
-            f": enjoy would download it from the Hugging Face Hub, unchecked; pass {TRUST_FLAG} to allow it"
-            if script == "enjoy" and HUB_FOLDER in options.folder
-            else ""
-        )
-        raise LogFolderError(f"no run folder {run} for {options.algo} on {options.env}{hub}")
+    packages = _packages(options.env, gym_packages)
+    _check_algo(options.algo, options.folder, _Rules(options.folder, packages, package_flag=False))
+    run = _run_path(script, options, env_name)
+    rules = _Rules(run, packages, package_flag=script == "enjoy")
     stats = pathlib.Path(run, env_name)
     if not stats.is_dir():
         return  # the zoo reads no settings and no statistics

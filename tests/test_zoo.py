@@ -494,36 +494,49 @@ def test_a_package_the_user_names_may_be_imported(received: pathlib.Path, capsys
     assert HOSTILE_MODULE in sys.modules
 
 
+HUB_DOWNLOAD = (
+    "; enjoy would download it from the Hugging Face Hub, unchecked: pass --trust-log-folder to allow it"
+)
+
+
 @pytest.mark.parametrize(
-    ("argv", "expected"),
+    ("argv", "folder", "expected"),
     [
+        (["enjoy", "--no-render"], None, f"The rl-trained-agents/acer folder was not found{HUB_DOWNLOAD}"),
         (
-            ["enjoy", "--env", "CartPole-v1", "--no-render"],
-            r"no run folder rl-trained-agents/acer for acer on CartPole-v1: enjoy would download it from the "
-            r"Hugging Face Hub, unchecked; pass --trust-log-folder to allow it$",
+            ["enjoy", "--load-best"],
+            "rl-trained-agents/acer/CartPole-v1_1",
+            "No model found for acer on CartPole-v1, path: rl-trained-agents/acer/CartPole-v1_1/"
+            f"best_model.zip{HUB_DOWNLOAD}",
+        ),
+        (["record_video", "-f", "elsewhere"], None, "The elsewhere/acer folder was not found"),
+        (
+            ["enjoy", "-f", "logs", "--algo", "ppo"],
+            None,
+            "--algo ppo: refusing to load a ppo model from logs: its file holds pickles (Stable-Baselines3's "
+            "format), which can run any code; pass --trust-log-folder if you trust logs",
         ),
         (
-            ["record_video", "--env", "CartPole-v1", "-f", "elsewhere"],
-            r"no run folder elsewhere/acer for acer on ",
-        ),
-        (
-            ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--algo", "ppo"],
-            r"--algo ppo: refusing to load logs/ppo: ppo's model files hold pickles \(Stable-Baselines3's "
-            r"format\), which can run any code; pass --trust-log-folder if you trust logs/ppo$",
-        ),
-        (
-            ["train", "--env", "CartPole-v1", "--algo", "a2c", "-i", "run/model.zip"],
-            r"--algo a2c: refusing to load"
-            r" run/model\.zip: ",
+            ["train", "--algo", "a2c", "-i", "run/model.zip"],
+            None,
+            "--algo a2c: refusing to load a a2c model from run/model.zip: its file holds pickles",
         ),
     ],
 )
 def test_folders_that_cannot_be_checked_are_refused(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: str
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    folder: str | None,
+    expected: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert re.search(expected, refused(argv))
-    assert list(tmp_path.iterdir()) == []  # nothing was downloaded or written
+    if folder is not None:
+        (tmp_path / folder).mkdir(parents=True)
+    before = sorted(tmp_path.rglob("*"))
+    message = refused([argv[0], "--env", "CartPole-v1", *argv[1:]])
+    assert message.startswith(f"sb3_acer.zoo {argv[0]}: error: {expected}"), message
+    assert sorted(tmp_path.rglob("*")) == before  # nothing was downloaded or written
 
 
 def test_help_is_forwarded(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
