@@ -76,8 +76,14 @@ TRUSTED_PACKAGES = frozenset(
 )
 #: The largest ``config.yml`` or ``args.yml`` read (the zoo's are a few kilobytes).
 MAX_YAML_BYTES = 1 << 20
-#: The settings of a zoo ``config.yml`` that the zoo imports a class from (by its import path).
-MODULE_KEYS = ("env_wrapper", "vec_env_wrapper", "callback", "policy")
+#: The settings of a zoo ``config.yml`` that name a class the zoo imports (by its import path) and calls,
+#: and the class it must be.
+MODULE_KEYS = {
+    "env_wrapper": "gymnasium.Wrapper",
+    "vec_env_wrapper": "stable_baselines3.common.vec_env.VecEnvWrapper",
+    "callback": "stable_baselines3.common.callbacks.BaseCallback",
+    "policy": "stable_baselines3.common.policies.BasePolicy",
+}
 #: The zoo's download folder: ``enjoy`` fetches a model missing there from the Hugging Face Hub.
 HUB_FOLDER = "rl-trained-agents"
 
@@ -321,10 +327,30 @@ def _check_config(path: pathlib.Path, config: Any, rules: _Rules) -> None:
                 f"{path}: refusing normalize {normalize!r}, which the zoo would run as Python (eval): a "
                 f"string must be a dict of constants, '{{...}}' or 'dict(...)'; {rules.trust()}"
             )
-    for key in MODULE_KEYS:
+    for key, base in MODULE_KEYS.items():
         for name in _class_names(config.get(key)):
-            if "." in name and name.partition(".")[0] not in rules.packages:
+            if "." not in name:
+                continue  # a policy's name (MlpPolicy); the zoo imports nothing
+            if name.partition(".")[0] not in rules.packages:
                 raise _foreign_module(str(path), f"{key} {name}", "the zoo", name, rules)
+            if not _is_subclass(name, base):
+                raise LogFolderError(
+                    f"{path}: refusing {key} {name}: it is not a {base.rpartition('.')[2]} class, and the "
+                    f"zoo would call it; {rules.trust()}"
+                )
+
+
+def _is_subclass(name: str, base: str) -> bool:
+    """Whether ``name`` (``module.Class``, of a package the command line allows) imports as a subclass of
+    ``base``."""
+    classes = []
+    for path in (name, base):
+        module, _, attribute = path.rpartition(".")
+        try:
+            classes.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            return False
+    return isinstance(classes[0], type) and issubclass(classes[0], classes[1])
 
 
 def _check_no_pickle(path: str, rules: _Rules) -> None:
@@ -415,7 +441,7 @@ def _check_algo(algo: str, where: str, rules: _Rules) -> None:
     """Only ACER's model files are data: other algorithms' are SB3 zips whose ``data`` holds pickles."""
     if algo != ALGO:
         raise LogFolderError(
-            f"--algo {algo}: refusing to load a {algo} model from {where}: its file holds pickles "
+            f"--algo {algo}: refusing to load {algo} model files ({where}): they hold pickles "
             f"(Stable-Baselines3's format), which can run any code; {rules.trust()}"
         )
 

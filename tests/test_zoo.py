@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 pytest.importorskip("rl_zoo3")
@@ -474,6 +475,20 @@ def test_a_damaged_or_hostile_yaml_file_raises_log_folder_error(
             {"policy": "my_policies.Policy"},
             r"name its package with --gym-packages my_policies or pass --trust-log-folder",
         ),
+        ({"vec_env_wrapper": "stable_baselines3.common.vec_env.VecNormalize"}, None),
+        ({"policy": "sb3_acer.policies.MlpPolicy"}, None),
+        (
+            {"env_wrapper": [{"torch.save": {"f": "written"}}]},
+            r"refusing env_wrapper torch\.save: it is not a Wrapper class, and the zoo would call it; pass",
+        ),
+        (
+            {"callback": "gymnasium.Wrapper"},
+            r"refusing callback gymnasium\.Wrapper: it is not a BaseCallback class",
+        ),
+        (
+            {"env_wrapper": "gymnasium.wrappers.NoSuchWrapper"},
+            r"gymnasium\.wrappers\.NoSuchWrapper: it is not a",
+        ),
     ],
 )
 def test_config_settings_the_zoo_evals_or_imports_from_are_checked(
@@ -485,6 +500,24 @@ def test_config_settings_the_zoo_evals_or_imports_from_are_checked(
     else:
         with pytest.raises(LogFolderError, match=expected):
             check_log_folder("enjoy", ["--algo", "acer", *ENJOY[1:]])
+
+
+def test_a_function_named_as_a_wrapper_is_refused(received: pathlib.Path) -> None:
+    from rl_zoo3.utils import get_wrapper_class
+
+    # Live: the zoo calls what env_wrapper names with the env and the file's arguments (here, writing a file).
+    written = received.parents[3] / "written"
+    wrap = get_wrapper_class({"env_wrapper": [{"torch.save": {"f": str(written)}}]})
+    assert wrap is not None
+    wrap(gym.make("CartPole-v1"))
+    assert written.is_file()
+    written.unlink()
+
+    (received / "config.yml").write_text(
+        _honest_config(received, env_wrapper=[{"torch.save": {"f": str(written)}}])
+    )
+    assert "refusing env_wrapper torch.save: it is not a Wrapper class" in refused(ENJOY)
+    assert not written.exists()
 
 
 def test_a_package_the_user_names_may_be_imported(received: pathlib.Path, capsys) -> None:
@@ -513,13 +546,13 @@ HUB_DOWNLOAD = (
         (
             ["enjoy", "-f", "logs", "--algo", "ppo"],
             None,
-            "--algo ppo: refusing to load a ppo model from logs: its file holds pickles (Stable-Baselines3's "
+            "--algo ppo: refusing to load ppo model files (logs): they hold pickles (Stable-Baselines3's "
             "format), which can run any code; pass --trust-log-folder if you trust logs",
         ),
         (
             ["train", "--algo", "a2c", "-i", "run/model.zip"],
             None,
-            "--algo a2c: refusing to load a a2c model from run/model.zip: its file holds pickles",
+            "--algo a2c: refusing to load a2c model files (run/model.zip): they hold pickles",
         ),
     ],
 )
