@@ -263,14 +263,17 @@ def read_log_yaml(path: str | os.PathLike[str], packages: frozenset[str] = TRUST
 
 
 def _read_yaml(path: pathlib.Path, rules: _Rules) -> Any:
-    size = path.stat().st_size
-    if size > MAX_YAML_BYTES:
-        raise LogFolderError(
-            f"{path} is {size} bytes, more than a zoo file of settings holds (at most {MAX_YAML_BYTES}); "
-            f"{rules.trust()}"
-        )
-    with path.open("rb") as file:
-        data = file.read(MAX_YAML_BYTES + 1)
+    try:
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise LogFolderError(
+                f"{path} is {size} bytes, more than a zoo file of settings holds (at most {MAX_YAML_BYTES}); "
+                f"{rules.trust()}"
+            )
+        with path.open("rb") as file:
+            data = file.read(MAX_YAML_BYTES + 1)
+    except OSError as error:
+        raise LogFolderError(f"{path} cannot be read: {error.strerror or one_line(error)}") from None
     if len(data) > MAX_YAML_BYTES:
         raise LogFolderError(f"{path} grew past {MAX_YAML_BYTES} bytes while it was read; {rules.trust()}")
     try:
@@ -376,7 +379,7 @@ def _parser(script: str) -> argparse.ArgumentParser:
     parser = _Parser(add_help=False)
     parser.add_argument("--algo", default=ALGO)
     parser.add_argument("--env", default="CartPole-v1")
-    if script in ("train", "enjoy"):
+    if script == "enjoy":
         parser.add_argument("--gym-packages", nargs="+", default=[])
     if script == "train":
         parser.add_argument("-i", "--trained-agent", default="")

@@ -448,6 +448,12 @@ def test_a_damaged_or_hostile_yaml_file_raises_log_folder_error(
         read_log_yaml(path)
 
 
+def test_an_unreadable_yaml_file_raises_log_folder_error(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "config.yml").mkdir()  # a folder where the file should be: open fails
+    with pytest.raises(LogFolderError, match=r"config\.yml cannot be read: Is a directory$"):
+        read_log_yaml(tmp_path / "config.yml")
+
+
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
