@@ -379,6 +379,8 @@ def _parser(script: str) -> argparse.ArgumentParser:
     parser = _Parser(add_help=False)
     parser.add_argument("--algo", default=ALGO)
     parser.add_argument("--env", default="CartPole-v1")
+    if script != "record_video":  # a flag of one letter: "-Pi x.zip" is "-P -i x.zip"
+        parser.add_argument("-P", "--progress", action="store_true")
     if script == "enjoy":
         parser.add_argument("--gym-packages", nargs="+", default=[])
     if script == "train":

@@ -648,3 +648,20 @@ def test_the_command_prints_one_line_and_no_traceback(received: pathlib.Path) ->
         f"--trust-log-folder if you trust {RUN}"
     ]
     assert not (received.parents[3] / "MARKER").exists()
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [["-i", "run/model.zip"], ["-Pi", "run/model.zip"], ["--trained", "run/model.zip"], ["-irun/model.zip"]],
+)
+def test_the_trained_agent_is_found_however_the_zoo_parser_would_read_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, spelling: list[str]
+) -> None:
+    # argparse takes abbreviations and bundled one-letter flags: the check reads the line as the zoo does.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run" / "CartPole-v1").mkdir(parents=True)
+    (tmp_path / "run" / "CartPole-v1" / "vecnormalize.pkl").write_bytes(b"")
+    (tmp_path / "run" / "model.zip").write_bytes(b"")
+    message = refused(["train", "--env", "CartPole-v1", *spelling])
+    assert message.startswith("sb3_acer.zoo train: error: run/CartPole-v1/vecnormalize.pkl holds pickled")
+    assert message.endswith("pass --trust-log-folder if you trust run")
