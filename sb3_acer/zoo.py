@@ -33,7 +33,7 @@ import os
 import pathlib
 import runpy
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import yaml
@@ -431,15 +431,16 @@ def check_log_folder(script: str, args: Sequence[str]) -> None:
         return  # the zoo's parser refuses it before reading anything
     from huggingface_sb3 import EnvironmentName
 
-    env_name = EnvironmentName(options.env)
-    if script == "train":
-        if options.trained_agent:
-            folder = os.path.dirname(options.trained_agent)
-            rules = _Rules(folder or ".", TRUSTED_PACKAGES, package_flag=True)
-            _check_algo(options.algo, options.trained_agent, rules)
-            _check_no_pickle(os.path.join(folder, env_name, "vecnormalize.pkl"), rules)
-        return
-    _check_run_folder(script, options, env_name)
+    _FOLDER_CHECKS[script](script, options, EnvironmentName(options.env))
+
+
+def _check_trained_agent(script: str, options: argparse.Namespace, env_name: str) -> None:
+    """``train --trained-agent MODEL``: the model and ``<folder of MODEL>/<env>/vecnormalize.pkl``."""
+    if options.trained_agent:
+        folder = os.path.dirname(options.trained_agent)
+        rules = _Rules(folder or ".", TRUSTED_PACKAGES, package_flag=False)
+        _check_algo(options.algo, options.trained_agent, rules)
+        _check_no_pickle(os.path.join(folder, env_name, "vecnormalize.pkl"), rules)
 
 
 def _check_algo(algo: str, where: str, rules: _Rules) -> None:
@@ -481,6 +482,8 @@ def _run_path(script: str, options: argparse.Namespace, env_name: str) -> str:
 
 
 def _check_run_folder(script: str, options: argparse.Namespace, env_name: str) -> None:
+    """``enjoy`` and ``record_video``: the run folder's model, ``<env>/config.yml``, ``<env>/args.yml`` and
+    ``<env>/vecnormalize.pkl``."""
     gym_packages = getattr(options, "gym_packages", [])
     packages = _packages(options.env, gym_packages)
     _check_algo(options.algo, options.folder, _Rules(options.folder, packages, package_flag=False))
@@ -498,6 +501,14 @@ def _check_run_folder(script: str, options: argparse.Namespace, env_name: str) -
             elif not isinstance(data, dict):
                 raise LogFolderError(f"{path} must map arguments to values, not hold {type(data).__name__}")
     _check_no_pickle(str(stats / "vecnormalize.pkl"), rules)
+
+
+#: What each forwarded script reads from a log folder, checked (a new script needs an entry).
+_FOLDER_CHECKS: dict[str, Callable[[str, argparse.Namespace, str], None]] = {
+    "train": _check_trained_agent,
+    "enjoy": _check_run_folder,
+    "record_video": _check_run_folder,
+}
 
 
 def _run(script: str, args: Sequence[str]) -> None:
