@@ -261,7 +261,9 @@ HOSTILE_MODULE = "zoo_hostile_module"
 
 
 @pytest.fixture
-def received(zoo_run: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+def received(
+    zoo_run: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pathlib.Path]:
     """A copy of the zoo's log folder in the current folder (``tmp_path``, which also holds
     :data:`HOSTILE_MODULE` on ``sys.path``); its settings folder ``logs/acer/CartPole-v1_1/CartPole-v1``."""
     shutil.copytree(zoo_run / "logs", tmp_path / "logs")
