@@ -13,26 +13,50 @@ file. For example::
 
 Other scripts of the zoo that start Python again (``record_training``) or upload (``push_to_hub``) are
 not forwarded: in a new process ACER would not be registered.
+
+A log folder is data, and may come from someone else: before forwarding a command that reads one (``enjoy``,
+``record_video``, ``train --trained-agent``), :func:`check_log_folder` checks the files the zoo would read
+from it and refuses, in one line, what would run code or import a module the user did not name (YAML tags
+that PyYAML's unsafe loader runs, a ``normalize`` string the zoo would ``eval``, wrapper or callback classes
+of other packages, pickled ``vecnormalize.pkl`` statistics, another algorithm's pickled model file). With
+``--trust-log-folder`` (taken by this entry, not forwarded) the folder is trusted and read as the zoo reads
+it.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
+import io
+import os
+import pathlib
 import runpy
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, NoReturn
+
+import yaml
 
 from sb3_acer.acer import ACER
+from sb3_acer.cli.errors import one_line
+from sb3_acer.presets.expressions import ClassName, read_expression
 from sb3_acer.presets.zoo import MODULE as PRESETS_MODULE
 from sb3_acer.presets.zoo import zoo_learning_rate
+from sb3_acer.serialization.model_file import ModelFileError
 
 __all__ = [
     "ALGO",
+    "MAX_YAML_BYTES",
     "NET_ARCHS",
     "SCRIPTS",
+    "TRUSTED_PACKAGES",
+    "TRUST_FLAG",
+    "LogFolderError",
+    "check_log_folder",
     "convert_acer_params",
     "main",
+    "read_log_yaml",
     "register",
     "sample_acer_params",
 ]
@@ -43,6 +67,25 @@ ALGO = "acer"
 SCRIPTS = ("train", "enjoy", "record_video")
 #: The network sizes the sampler chooses from (``net_arch`` of the feed-forward policies: shared layers).
 NET_ARCHS: dict[str, list[int]] = {"tiny": [64], "small": [64, 64], "medium": [256, 256]}
+#: This entry's flag (not forwarded): trust the log folder, reading it as the zoo does, without the checks.
+TRUST_FLAG = "--trust-log-folder"
+#: Packages whose modules a log folder's YAML files may name (``env_wrapper``, ``!!python/name:``): those
+#: sb3-acer and the zoo depend on. Others must be named on the command line (``--gym-packages``).
+TRUSTED_PACKAGES = frozenset(
+    {"gymnasium", "numpy", "rl_zoo3", "sb3_acer", "sb3_contrib", "stable_baselines3", "torch"}
+)
+#: The largest ``config.yml`` or ``args.yml`` read (the zoo's are a few kilobytes).
+MAX_YAML_BYTES = 1 << 20
+#: The settings of a zoo ``config.yml`` that name a class the zoo imports (by its import path) and calls,
+#: and the class it must be.
+MODULE_KEYS = {
+    "env_wrapper": "gymnasium.Wrapper",
+    "vec_env_wrapper": "stable_baselines3.common.vec_env.VecEnvWrapper",
+    "callback": "stable_baselines3.common.callbacks.BaseCallback",
+    "policy": "stable_baselines3.common.policies.BasePolicy",
+}
+#: The zoo's download folder: ``enjoy`` fetches a model missing there from the Hugging Face Hub.
+HUB_FOLDER = "rl-trained-agents"
 
 
 def _acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
@@ -112,22 +155,364 @@ def zoo_arguments(script: str, args: Sequence[str]) -> list[str]:
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the zoo's ``script`` (the first argument) with ACER registered and the rest of ``argv``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in SCRIPTS:
-        print(
-            f"usage: python -m sb3_acer.zoo {{{','.join(SCRIPTS)}}} [rl-zoo3 arguments]\n"
-            "(pip install 'sb3-acer[zoo]'; run a script with --help for its arguments)",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
-    script, args = argv[0], zoo_arguments(argv[0], argv[1:])
+# ------------------------------------------------------------------------------------ received log folders
+
+
+class LogFolderError(ModelFileError):
+    """A file of a zoo log folder is refused: it would run code or import a module the user did not name
+    when the zoo reads it, or it is damaged (the message names the file and how to trust the folder)."""
+
+
+class _Rules(NamedTuple):
+    """What a log folder's files may name, and how the user trusts the folder: its path and the flags."""
+
+    folder: str
+    packages: frozenset[str]
+    #: The command takes ``--gym-packages`` (``enjoy``; not ``record_video``).
+    package_flag: bool
+
+    def trust(self, package: str | None = None) -> str:
+        """How to read the folder anyway: name ``package`` (where the command can) or trust the folder."""
+        named = f"name its package with --gym-packages {package} or " if package and self.package_flag else ""
+        return f"{named}pass {TRUST_FLAG} if you trust {self.folder}"
+
+
+class _ZooYAMLLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the three Python tags the zoo writes in its own files, read as data:
+    ``!!python/object/apply:collections.OrderedDict`` (the whole file), ``!!python/tuple`` and
+    ``!!python/name:`` of a module of :attr:`_Rules.packages` (``policy_kwargs`` classes), which becomes a
+    :class:`~sb3_acer.presets.expressions.ClassName`; nothing is imported. Any other tag is refused."""
+
+    def __init__(self, text: str, path: pathlib.Path, rules: _Rules) -> None:
+        super().__init__(text)
+        self.path = path
+        self.rules = rules
+
+    def refuse(self, node: yaml.Node, what: str) -> LogFolderError:
+        line = node.start_mark.line + 1
+        return LogFolderError(f"{self.path}, line {line}: refusing {what}; {self.rules.trust()}")
+
+
+def _short_tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!", 1)
+
+
+def _refused_tag(loader: _ZooYAMLLoader, node: yaml.Node) -> Any:
+    raise loader.refuse(
+        node,
+        f"the YAML tag {_short_tag(str(node.tag))}, which the zoo's loader (yaml.UnsafeLoader) would run",
+    )
+
+
+def _ordered_dict(loader: _ZooYAMLLoader, node: yaml.Node) -> dict[Any, Any]:
+    """``!!python/object/apply:collections.OrderedDict`` as ``yaml.dump`` writes it: a list of one argument,
+    the list of ``[key, value]`` pairs."""
+    args = loader.construct_sequence(node, deep=True) if isinstance(node, yaml.SequenceNode) else None
+    pairs = args[0] if args else []
+    if args is None or len(args) > 1 or not isinstance(pairs, list):
+        raise loader.refuse(node, "an OrderedDict tag that is not a list of [key, value] pairs")
+    if not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+        raise loader.refuse(node, "an OrderedDict tag that is not a list of [key, value] pairs")
     try:
-        importlib.import_module("rl_zoo3")
-    except ImportError as error:
-        raise SystemExit(f"sb3_acer.zoo needs rl-zoo3 ({error}): pip install 'sb3-acer[zoo]'") from None
-    register()
+        return dict(pairs)
+    except TypeError:
+        raise loader.refuse(node, "an OrderedDict whose keys are not values a YAML key can be") from None
+
+
+def _python_tuple(loader: _ZooYAMLLoader, node: yaml.Node) -> tuple[Any, ...]:
+    if not isinstance(node, yaml.SequenceNode):
+        raise loader.refuse(node, "a !!python/tuple tag that is not a list")
+    return tuple(loader.construct_sequence(node, deep=True))
+
+
+def _python_name(loader: _ZooYAMLLoader, suffix: str, node: yaml.Node) -> ClassName:
+    """``!!python/name:module.Class``, which the zoo's loader imports: read as the class's name, if the
+    module is in a package of :attr:`_Rules.packages`."""
+    if "." not in suffix or suffix.partition(".")[0] not in loader.rules.packages:
+        where = f"{loader.path}, line {node.start_mark.line + 1}"
+        raise _foreign_module(where, f"!!python/name:{suffix}", "the zoo's loader", suffix, loader.rules)
+    return ClassName(suffix)
+
+
+_ZooYAMLLoader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", _ordered_dict)
+_ZooYAMLLoader.add_constructor("tag:yaml.org,2002:python/tuple", _python_tuple)
+_ZooYAMLLoader.add_multi_constructor("tag:yaml.org,2002:python/name:", _python_name)
+_ZooYAMLLoader.add_constructor(None, _refused_tag)
+
+
+def _foreign_module(where: str, what: str, reader: str, name: str, rules: _Rules) -> LogFolderError:
+    """The error for ``name`` (``module.Class``), which ``reader`` would import though ``rules`` do not
+    allow its package."""
+    module = name.rpartition(".")[0] or name
+    return LogFolderError(
+        f"{where}: refusing {what}: {reader} would import {module}, which is not a module of "
+        f"{', '.join(sorted(rules.packages))}; {rules.trust(name.partition('.')[0])}"
+    )
+
+
+def read_log_yaml(path: str | os.PathLike[str], packages: frozenset[str] = TRUSTED_PACKAGES) -> Any:
+    """The data of a zoo log folder's YAML file (``config.yml``, ``args.yml``), read with PyYAML's safe
+    loader and the Python tags the zoo itself writes (see :class:`_ZooYAMLLoader`): ``!!python/name:`` of a
+    module of ``packages`` is read as its name; nothing is imported or run. The size is checked first.
+
+    Raises:
+        LogFolderError: a larger file than :data:`MAX_YAML_BYTES`, text that is not UTF-8 YAML, or a tag
+            the zoo's own loader (``yaml.UnsafeLoader``) would run or import from.
+    """
+    return _read_yaml(pathlib.Path(path), _Rules(str(pathlib.Path(path).parent), packages, package_flag=True))
+
+
+def _read_yaml(path: pathlib.Path, rules: _Rules) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise LogFolderError(
+                f"{path} is {size} bytes, more than a zoo file of settings holds (at most {MAX_YAML_BYTES}); "
+                f"{rules.trust()}"
+            )
+        with path.open("rb") as file:
+            data = file.read(MAX_YAML_BYTES + 1)
+    except OSError as error:
+        raise LogFolderError(f"{path} cannot be read: {error.strerror or one_line(error)}") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise LogFolderError(f"{path} grew past {MAX_YAML_BYTES} bytes while it was read; {rules.trust()}")
+    try:
+        loader = _ZooYAMLLoader(data.decode("utf-8"), path, rules)
+    except UnicodeDecodeError:
+        raise LogFolderError(f"{path} is not UTF-8 text, so not a zoo YAML file") from None
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as error:
+        mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise LogFolderError(f"{path} is not valid YAML: {problem or one_line(error)}{where}") from None
+    except RecursionError:
+        raise LogFolderError(f"{path} is nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _class_names(value: Any) -> list[str]:
+    """The import paths a ``config.yml`` setting of :data:`MODULE_KEYS` names, as the zoo reads them: a
+    name, a ``{name: kwargs}`` mapping or a list of these (anything else the zoo imports nothing from)."""
+    entries = value if isinstance(value, list) else [value]
+    names = []
+    for entry in entries:
+        keys = list(entry) if isinstance(entry, dict) else [entry]
+        names += [key for key in keys if isinstance(key, str)]
+    return names
+
+
+def _plain(value: Any) -> bool:
+    """``value`` holds only constants (no name for ``eval`` to look up)."""
+    if isinstance(value, ClassName):
+        return False
+    if isinstance(value, dict):
+        return all(_plain(key) and _plain(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item) for item in value)
+    return True
+
+
+def _check_config(path: pathlib.Path, config: Any, rules: _Rules) -> None:
+    """The settings of ``config.yml`` that the zoo ``eval``s (``normalize``) or imports from
+    (:data:`MODULE_KEYS`)."""
+    if not isinstance(config, dict):
+        raise LogFolderError(f"{path} must map settings to values, not hold {type(config).__name__}")
+    normalize = config.get("normalize")
+    if isinstance(normalize, str) and normalize:
+        try:
+            value = read_expression(normalize)
+        except (SyntaxError, ValueError):
+            value = None
+        if not isinstance(value, dict) or not _plain(value):
+            raise LogFolderError(
+                f"{path}: refusing normalize {normalize!r}, which the zoo would run as Python (eval): a "
+                f"string must be a dict of constants, '{{...}}' or 'dict(...)'; {rules.trust()}"
+            )
+    for key, base in MODULE_KEYS.items():
+        for name in _class_names(config.get(key)):
+            if "." not in name:
+                continue  # a policy's name (MlpPolicy); the zoo imports nothing
+            if name.partition(".")[0] not in rules.packages:
+                raise _foreign_module(str(path), f"{key} {name}", "the zoo", name, rules)
+            if not _is_subclass(name, base):
+                raise LogFolderError(
+                    f"{path}: refusing {key} {name}: it is not a {base.rpartition('.')[2]} class, and the "
+                    f"zoo would call it; {rules.trust()}"
+                )
+
+
+def _is_subclass(name: str, base: str) -> bool:
+    """Whether ``name`` (``module.Class``, of a package the command line allows) imports as a subclass of
+    ``base``."""
+    classes = []
+    for path in (name, base):
+        module, _, attribute = path.rpartition(".")
+        try:
+            classes.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            return False
+    return isinstance(classes[0], type) and issubclass(classes[0], classes[1])
+
+
+def _check_no_pickle(path: str, rules: _Rules) -> None:
+    if os.path.lexists(path):
+        raise LogFolderError(
+            f"{path} holds pickled VecNormalize statistics, and unpickling a file can run any code; refusing "
+            f"it; {rules.trust()}"
+        )
+
+
+class _Unparsed(Exception):
+    """The zoo's own parser will refuse this command line too (before it reads a file)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Unparsed(message)
+
+
+def _parser(script: str) -> argparse.ArgumentParser:
+    """A parser of the zoo's options (of ``script``) that locate the files it reads, with the zoo's names,
+    types and defaults (a subset of the zoo's options parses a command line as the zoo's parser does)."""
+    parser = _Parser(add_help=False)
+    parser.add_argument("--algo", default=ALGO)
+    parser.add_argument("--env", default="CartPole-v1")
+    if script != "record_video":  # a flag of one letter: "-Pi x.zip" is "-P -i x.zip"
+        parser.add_argument("-P", "--progress", action="store_true")
+    if script == "enjoy":
+        parser.add_argument("--gym-packages", nargs="+", default=[])
+    if script == "train":
+        parser.add_argument("-i", "--trained-agent", default="")
+    else:
+        parser.add_argument("-f", "--folder", default=HUB_FOLDER)
+        parser.add_argument("--exp-id", type=int, default=0)
+        parser.add_argument("--load-best", action="store_true")
+        parser.add_argument("--load-checkpoint", type=int)
+        parser.add_argument("--load-last-checkpoint", action="store_true")
+    return parser
+
+
+def _is_help(arg: str) -> bool:
+    return arg == "-h" or (len(arg) > 2 and "--help".startswith(arg))
+
+
+def _packages(env_id: str, gym_packages: Sequence[str]) -> frozenset[str]:
+    """:data:`TRUSTED_PACKAGES` and the packages the command line names: ``--gym-packages``, the module of a
+    ``module:EnvId`` id, and the package that registered the env (looked up, nothing imported)."""
+    import gymnasium
+
+    modules = [*gym_packages, env_id.rpartition(":")[0]]
+    spec = gymnasium.registry.get(env_id.rpartition(":")[2])
+    if spec is not None and isinstance(spec.entry_point, str):
+        modules.append(spec.entry_point.partition(":")[0])
+    return TRUSTED_PACKAGES | {module.partition(".")[0] for module in modules if module}
+
+
+def check_log_folder(script: str, args: Sequence[str]) -> None:
+    """Check what the zoo's ``script`` would read from a log folder given ``args`` (its command line, with
+    ``--algo``), before it runs. ``enjoy`` and ``record_video`` read the run folder's ``config.yml`` and
+    ``args.yml`` (with PyYAML's unsafe loader, ``eval`` of a ``normalize`` string, and imports of the
+    classes they name), its ``vecnormalize.pkl`` (a pickle) and the model file; ``train --trained-agent``
+    reads the model, ``vecnormalize.pkl`` beside it and ACER's replay file (no pickle). Nothing is read by
+    other commands.
+
+    Raises:
+        LogFolderError: a file that would run code or import a module the command line does not name, a
+            pickled file, another algorithm's model (pickled by Stable-Baselines3), or a run folder that
+            is missing (``enjoy`` would fetch it from the Hugging Face Hub unchecked).
+    """
+    if any(_is_help(arg) for arg in args):
+        return  # the zoo prints its help and reads nothing
+    try:
+        options = _parser(script).parse_known_args(list(args))[0]
+    except _Unparsed:
+        return  # the zoo's parser refuses it before reading anything
+    from huggingface_sb3 import EnvironmentName
+
+    _FOLDER_CHECKS[script](script, options, EnvironmentName(options.env))
+
+
+def _check_trained_agent(script: str, options: argparse.Namespace, env_name: str) -> None:
+    """``train --trained-agent MODEL``: the model and ``<folder of MODEL>/<env>/vecnormalize.pkl``."""
+    if options.trained_agent:
+        folder = os.path.dirname(options.trained_agent)
+        rules = _Rules(folder or ".", TRUSTED_PACKAGES, package_flag=False)
+        _check_algo(options.algo, options.trained_agent, rules)
+        _check_no_pickle(os.path.join(folder, env_name, "vecnormalize.pkl"), rules)
+
+
+def _check_algo(algo: str, where: str, rules: _Rules) -> None:
+    """Only ACER's model files are data: other algorithms' are SB3 zips whose ``data`` holds pickles."""
+    if algo != ALGO:
+        raise LogFolderError(
+            f"--algo {algo}: refusing to load {algo} model files ({where}): they hold pickles "
+            f"(Stable-Baselines3's format), which can run any code; {rules.trust()}"
+        )
+
+
+def _run_path(script: str, options: argparse.Namespace, env_name: str) -> str:
+    """The run folder the zoo's ``script`` reads, found as it finds it (``rl_zoo3.utils.get_model_path``).
+
+    Raises:
+        LogFolderError: no model there (``enjoy`` would download one from the Hugging Face Hub into a
+            :data:`HUB_FOLDER` folder, unchecked).
+    """
+    from rl_zoo3.utils import get_model_path
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the run it picks: the zoo prints it again
+            _, _, run = get_model_path(
+                options.exp_id,
+                options.folder,
+                options.algo,
+                env_name,
+                options.load_best,
+                options.load_checkpoint,
+                options.load_last_checkpoint,
+            )
+    except (AssertionError, ValueError) as error:
+        hub = script == "enjoy" and HUB_FOLDER in options.folder
+        download = (
+            f"; enjoy would download it from the Hugging Face Hub, unchecked: pass {TRUST_FLAG} to allow it"
+        )
+        raise LogFolderError(f"{one_line(error)}{download if hub else ''}") from None
+    return run
+
+
+def _check_run_folder(script: str, options: argparse.Namespace, env_name: str) -> None:
+    """``enjoy`` and ``record_video``: the run folder's model, ``<env>/config.yml``, ``<env>/args.yml`` and
+    ``<env>/vecnormalize.pkl``."""
+    gym_packages = getattr(options, "gym_packages", [])
+    packages = _packages(options.env, gym_packages)
+    _check_algo(options.algo, options.folder, _Rules(options.folder, packages, package_flag=False))
+    run = _run_path(script, options, env_name)
+    rules = _Rules(run, packages, package_flag=script == "enjoy")
+    stats = pathlib.Path(run, env_name)
+    if not stats.is_dir():
+        return  # the zoo reads no settings and no statistics
+    for name in ("config.yml", "args.yml"):
+        path = stats / name
+        if path.is_file():
+            data = _read_yaml(path, rules)
+            if name == "config.yml":
+                _check_config(path, data, rules)
+            elif not isinstance(data, dict):
+                raise LogFolderError(f"{path} must map arguments to values, not hold {type(data).__name__}")
+    _check_no_pickle(str(stats / "vecnormalize.pkl"), rules)
+
+
+#: What each forwarded script reads from a log folder, checked (a new script needs an entry).
+_FOLDER_CHECKS: dict[str, Callable[[str, argparse.Namespace, str], None]] = {
+    "train": _check_trained_agent,
+    "enjoy": _check_run_folder,
+    "record_video": _check_run_folder,
+}
+
+
+def _run(script: str, args: Sequence[str]) -> None:
+    """Run the zoo's ``script`` in this process with ``args`` as its command line."""
     saved_argv = sys.argv
     sys.argv = [f"rl_zoo3.{script}", *args]
     try:
@@ -137,6 +522,34 @@ def main(argv: Sequence[str] | None = None) -> None:
             getattr(importlib.import_module(f"rl_zoo3.{script}"), script)()
     finally:
         sys.argv = saved_argv
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the zoo's ``script`` (the first argument) with ACER registered and the rest of ``argv``, after
+    :func:`check_log_folder` (unless ``argv`` holds :data:`TRUST_FLAG`). A file error (a
+    :class:`~sb3_acer.serialization.model_file.ModelFileError`, :class:`LogFolderError` included) exits
+    with one line on stderr."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in SCRIPTS:
+        print(
+            f"usage: python -m sb3_acer.zoo {{{','.join(SCRIPTS)}}} [{TRUST_FLAG}] [rl-zoo3 arguments]\n"
+            "(pip install 'sb3-acer[zoo]'; run a script with --help for its arguments)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    script, trusted = argv[0], TRUST_FLAG in argv[1:]
+    args = zoo_arguments(script, [arg for arg in argv[1:] if arg != TRUST_FLAG])
+    try:
+        importlib.import_module("rl_zoo3")
+    except ImportError as error:
+        raise SystemExit(f"sb3_acer.zoo needs rl-zoo3 ({error}): pip install 'sb3-acer[zoo]'") from None
+    register()
+    try:
+        if not trusted:
+            check_log_folder(script, args)
+        _run(script, args)
+    except ModelFileError as error:
+        raise SystemExit(f"sb3_acer.zoo {script}: error: {one_line(error)}") from None
 
 
 if __name__ == "__main__":
