@@ -26,8 +26,9 @@ The package: :mod:`~sb3_acer.cli.train` (options and checks) and :mod:`~sb3_acer
 :mod:`~sb3_acer.cli.settings` (preset and flags combined), :mod:`~sb3_acer.cli.enjoy`,
 :mod:`~sb3_acer.cli.plot`, :mod:`~sb3_acer.cli.run_atari` (``python -m sb3_acer.run_atari``);
 :mod:`~sb3_acer.cli.run_folder` is the run-folder policy of ``train`` and ``run_atari``, and
-:mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.normalization` and
-:mod:`~sb3_acer.cli.errors` what they share.
+:mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.imports` (what a
+command imports: the modules the user names, never one that only a file names),
+:mod:`~sb3_acer.cli.normalization` and :mod:`~sb3_acer.cli.errors` what they share.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from sb3_acer.acer import ACER
 from sb3_acer.cli.arguments import add_gym_packages, positive_int, random_seed, torch_device
 from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env, torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line
+from sb3_acer.cli.imports import check_file_modules, top_level
 from sb3_acer.cli.normalization import load_normalization
 from sb3_acer.cli.run_folder import check_can_create, model_file, remove_folders, sidecar
 from sb3_acer.cli.settings import env_kwargs_option
@@ -60,10 +61,6 @@ def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gy
     return record
 
 
-#: Packages whose wrappers a run's file may always name: those sb3-acer depends on.
-WRAPPER_PACKAGES = frozenset({"gymnasium", "stable_baselines3", "sb3_contrib", "sb3_acer"})
-
-
 def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     """The run description ``train`` wrote beside a model, checked enough to be used."""
 
@@ -83,6 +80,26 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     if not (isinstance(packages, list) and all(isinstance(package, str) for package in packages)):
         raise damaged(f"'gym_packages' must be a list of package names, got {packages!r}")
     return run_info
+
+
+def _resolve_run_env(
+    args: argparse.Namespace, env_id: str, run_info: dict[str, Any], info_path: pathlib.Path
+) -> tuple[EnvInfo, tuple[WrapperSpec, ...]]:
+    """The environment and wrappers to play in. What the run's file names is imported only where the user
+    names it too (``--gym-packages``, ``--env``) or it is imported already
+    (:func:`~sb3_acer.cli.imports.check_file_modules`): a received run folder does not choose what runs."""
+    named = {top_level(module) for module in args.gym_packages}
+    if args.env is not None and ":" in args.env:
+        named.add(top_level(args.env.rpartition(":")[0]))
+    file_packages = run_info.get("gym_packages", [])
+    check_file_modules(info_path, "gym_packages", file_packages, named)
+    if args.env is None and ":" in env_id:
+        check_file_modules(info_path, "env_id", [env_id.rpartition(":")[0]], named)
+    info = resolve_env(env_id, [*file_packages, *args.gym_packages])
+    try:
+        return info, env_wrappers(run_info.get("env_wrapper"), packages=named)
+    except ValueError as error:
+        raise CLIError(f"{info_path}: {error}") from None
 
 
 def _enjoy_env(
@@ -149,10 +166,8 @@ def _enjoy(args: argparse.Namespace) -> int:
     if not env_id:
         reason = "names no environment" if info_path.exists() else "does not exist to name the environment"
         raise UsageError(f"pass --env ENV_ID ({info_path} {reason})")
-    info = resolve_env(env_id, [*run_info.get("gym_packages", []), *args.gym_packages])
+    info, wrappers = _resolve_run_env(args, env_id, run_info, info_path)
     try:
-        # the run's file may name wrappers of the packages its environment needs, and no other
-        wrappers = env_wrappers(run_info.get("env_wrapper"), packages=info.needed_packages | WRAPPER_PACKAGES)
         env_kwargs = check_env_kwargs(run_info.get("env_kwargs") or {})
     except ValueError as error:
         raise CLIError(f"{info_path}: {error}") from None
