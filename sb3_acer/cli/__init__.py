@@ -14,8 +14,8 @@
 
 :func:`main` takes the arguments and returns the exit code: 0 on success, 2 for a usage error (unknown
 environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
-optional dependency, a damaged model file), 130 when interrupted. Errors are printed as one line
-``error: ...`` on stderr.
+optional dependency, a damaged model file: ``ModelFileError`` and its ``ReplayBufferFileError``, wherever
+they arise), 130 when interrupted. Errors are printed as one line ``error: ...`` on stderr.
 
 A command that fails changes no file: ``train`` checks its paths, seed and settings (building the model
 once on a single env without logs) before it writes anything, and replaces an earlier run, or a file at
@@ -41,6 +41,7 @@ import sb3_acer
 from sb3_acer.cli import enjoy, plot, train
 from sb3_acer.cli.arguments import Parser
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, one_line
+from sb3_acer.serialization.model_file import ModelFileError
 
 __all__ = ["build_parser", "main"]
 
@@ -92,6 +93,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside training, which saves the model itself
         print("interrupted", file=sys.stderr)
         return 130
-    except OSError as error:  # a full disk, a name too long, ...: what the system refused, on one line
+    except (OSError, ModelFileError) as error:  # what the system refused, a damaged file: on one line
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 1

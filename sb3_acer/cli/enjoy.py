@@ -61,6 +61,11 @@ def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gy
     return record
 
 
+#: The largest ``model.json`` read: ``train`` writes a few KB (the settings of the run); a file from elsewhere
+#: is not read whole before its size is known.
+MAX_RUN_INFO_BYTES = 1 << 20
+
+
 def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     """The run description ``train`` wrote beside a model, checked enough to be used."""
 
@@ -68,9 +73,15 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
         return CLIError(f"cannot read {path}: {reason}; repair or remove it")
 
     try:
-        run_info = json.loads(path.read_text())
+        with open(path, "rb") as file:
+            raw = file.read(MAX_RUN_INFO_BYTES + 1)
+        if len(raw) > MAX_RUN_INFO_BYTES:
+            raise damaged(f"it is larger than {MAX_RUN_INFO_BYTES} bytes, which no run description is")
+        run_info = json.loads(raw.decode())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise damaged(one_line(error)) from None
+    except RecursionError:
+        raise damaged("it is nested too deeply to be a run description") from None
     if not isinstance(run_info, dict):
         raise damaged("not a run description (a JSON object)")
     for key, kind in (("env_id", str), ("normalize", bool)):
@@ -174,10 +185,7 @@ def _enjoy(args: argparse.Namespace) -> int:
     env_kwargs.update(env_kwargs_option(args.env_kwargs))
     video_folder = _check_video_folder(args)
     video = None if video_folder is None else _video_recorder(info, str(video_folder), args.episodes)
-    try:
-        model = ACER.load(model_path, device=args.device)
-    except (ModelFileError, OSError) as error:
-        raise CLIError(f"cannot load {model_path}: {one_line(error)}") from None
+    model = _load_model(model_path, args.device)
     # RecordVideo makes its folder when the env is made: gone again if the model cannot play there.
     video_made = (
         [] if video_folder is None else [f for f in [video_folder, *video_folder.parents] if not f.exists()]
@@ -200,6 +208,27 @@ def _enjoy(args: argparse.Namespace) -> int:
     if args.video_folder is not None:
         print(f"videos: {args.video_folder}")
     return 0
+
+
+def _load_model(model_path: pathlib.Path, device: str) -> ACER:
+    """The model in ``model_path``; a file that cannot be loaded is one line, whatever refused it.
+
+    Raises:
+        CLIError: the file is damaged or not a model (``ModelFileError``), or cannot be read (``OSError``).
+            Any other exception but an ``ImportError`` (a broken installation) comes from a file
+            ``ACER.load`` should have refused with ``ModelFileError``: still one line, which says so.
+    """
+    try:
+        return ACER.load(model_path, device=device)
+    except (ModelFileError, OSError) as error:
+        raise CLIError(f"cannot load {model_path}: {one_line(error)}") from None
+    except ImportError:  # this Python's installation, not the file
+        raise
+    except Exception as error:  # a file from elsewhere: one line, never a traceback
+        raise CLIError(
+            f"cannot load {model_path}: {type(error).__name__}: {one_line(error)} (a damaged file that "
+            "sb3-acer did not recognise as one; please report it)"
+        ) from None
 
 
 def _model_path(text: str) -> pathlib.Path:
