@@ -36,6 +36,7 @@ def test_gym_packages_registers_the_env_and_enjoy_imports_it_when_named_again(
                          "--log-folder", str(tmp_path))  # fmt: skip
     assert code == 0, err
     run_dir = tmp_path / f"{GRID}_0"
+    assert f"watch it: sb3-acer enjoy {run_dir / 'model.zip'} --gym-packages minigrid\n" in out
     info = json.loads((run_dir / "model.json").read_text())
     assert info["gym_packages"] == ["minigrid"]
     assert info["env_wrapper"] == [{"minigrid.wrappers.ImgObsWrapper": {}}]

@@ -37,7 +37,8 @@ examples:
   {PROG} enjoy logs/CartPole-v1_0 --video-folder videos/   # needs moviepy
 
 The environment id, its wrappers and the VecNormalize statistics are read from MODEL.json and
-MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'."""
+MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'. MODEL.json chooses no module to
+import: give the run's --gym-packages again (e.g. --gym-packages minigrid)."""
 
 
 def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gym.Env], gym.Env]:
@@ -312,7 +313,9 @@ def add_parser(commands: Any) -> None:
     enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
     add_gym_packages(
-        enjoy, "import these packages first (besides those MODEL.json names), as they register environments"
+        enjoy,
+        "import these packages first, as they register environments; a module MODEL.json names (its "
+        "gym_packages, a module:ENV_ID, a wrapper) is imported only if its package is named here or in --env",
     )
     enjoy.add_argument(
         "--env-kwargs",

@@ -415,4 +415,6 @@ def _summary(
     if normalization_path is not None:
         print(f"  normalisation statistics: {normalization_path}")
     print(f"  Monitor logs: {run_dir}  (plot: {PROG} plot {run_dir})")
-    print(f"  watch it: {PROG} enjoy {model_path}")
+    # enjoy imports no module that only model.json names: the command names them again
+    packages = " ".join(dict.fromkeys(settings.env.modules))
+    print(f"  watch it: {PROG} enjoy {model_path}" + (f" --gym-packages {packages}" if packages else ""))
