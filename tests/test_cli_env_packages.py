@@ -111,13 +111,13 @@ def test_enjoy_imports_a_wrapper_module_only_if_imported_or_named(
 # runs. enjoy imports it only when the user names it on the command line.
 
 #: The module a received run folder ships: it writes MARKER (and, for the shadowing check, the file
-#: colorsys was imported from), registers an env and holds a wrapper class.
+#: netrc was imported from), registers an env and holds a wrapper class.
 RECEIVED_MODULE = """\
 import pathlib
-import colorsys
+import netrc
 import gymnasium as gym
 
-pathlib.Path({marker!r}).write_text(colorsys.__file__)
+pathlib.Path({marker!r}).write_text(netrc.__file__)
 gym.register({env!r}, entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv", max_episode_steps=30)
 
 
@@ -153,10 +153,8 @@ def received(cartpole_run: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[Rec
     name = f"received_{uuid.uuid4().hex}"
     case = Received(folder, name, f"Received{name[9:17]}-v0", tmp_path / "MARKER")
     (folder / f"{name}.py").write_text(RECEIVED_MODULE.format(marker=str(case.marker), env=case.env))
-    # In the folder, as the module would shadow colorsys if the folder came first on sys.path.
-    (folder / "colorsys.py").write_text(
-        f"import pathlib\npathlib.Path({str(tmp_path / 'SHADOW')!r}).touch()\n"
-    )
+    # In the folder, as the module would shadow netrc if the folder came first on sys.path.
+    (folder / "netrc.py").write_text(f"import pathlib\npathlib.Path({str(tmp_path / 'SHADOW')!r}).touch()\n")
     yield case
     sys.modules.pop(name, None)
     gym.registry.pop(case.env, None)
@@ -188,7 +186,7 @@ def test_a_module_only_a_received_file_names_is_never_imported(
     assert code == 0, err
     assert " mean return over 1 episode " in out
     assert received.marker.exists() and received.module in sys.modules
-    assert received.marker.read_text() != str(received.folder / "colorsys.py")  # the installed one
+    assert received.marker.read_text() != str(received.folder / "netrc.py")  # the installed one
     assert not (received.folder.parent / "SHADOW").exists()
     assert str(received.folder) not in sys.path  # appended only while it was imported
 
@@ -208,8 +206,8 @@ def test_both_launch_modes_import_what_the_user_names_and_nothing_the_file_names
         [sys.executable, str(script)] if launch == "console script" else [sys.executable, "-m", "sb3_acer"]
     )
     received.describe(gym_packages=[received.module], env_id=received.env)
-    if launch == "python -m":  # it puts the folder first on sys.path itself: its colorsys.py would be taken
-        (received.folder / "colorsys.py").unlink()
+    if launch == "python -m":  # it puts the folder first on sys.path itself: its netrc.py would be taken
+        (received.folder / "netrc.py").unlink()
 
     def enjoy(*extra: str) -> subprocess.CompletedProcess[str]:
         argv = [*command, "enjoy", ".", "--episodes", "1", *extra]
@@ -226,4 +224,4 @@ def test_both_launch_modes_import_what_the_user_names_and_nothing_the_file_names
     assert played.returncode == 0, played.stderr
     assert f"{received.env}: mean return over 1 episode " in played.stdout
     assert received.marker.exists()
-    assert received.marker.read_text() != str(received.folder / "colorsys.py")  # the installed one
+    assert received.marker.read_text() != str(received.folder / "netrc.py")  # the installed one
