@@ -191,6 +191,21 @@ def test_a_module_only_a_received_file_names_is_never_imported(
     assert str(received.folder) not in sys.path  # appended only while it was imported
 
 
+def test_train_imports_a_wrapper_the_user_names_from_the_working_directory(
+    received: Received, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(received.folder)  # in-process, as the console script: the folder is not on sys.path
+    wrapper = f"env_wrapper={received.module}.Wrap"  # the module is imported for its wrapper alone
+    code, out, err = run(
+        capsys, "train", "CartPole-v1", *FAST, "--timesteps", "100", "--hyperparams", wrapper
+    )
+    assert code == 0, err
+    assert received.marker.exists() and str(received.folder) not in sys.path
+    assert f"watch it: sb3-acer enjoy logs/CartPole-v1_0/model.zip --gym-packages {received.module}\n" in out
+    info = json.loads((received.folder / "logs" / "CartPole-v1_0" / "model.json").read_text())
+    assert info["env_wrapper"] == [{f"{received.module}.Wrap": {}}]
+
+
 #: The console script as pip installs it: its own folder, not the working directory, is first on sys.path.
 CONSOLE_SCRIPT = "import sys\nfrom sb3_acer.entry import main\nsys.exit(main())\n"
 

@@ -25,6 +25,7 @@ from sb3_acer.acer import ACER
 from sb3_acer.cli.actors import ray_session
 from sb3_acer.cli.environments import make_env
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line, stopped_by
+from sb3_acer.cli.imports import top_level
 from sb3_acer.cli.normalization import finite_statistics, save_normalization
 from sb3_acer.cli.run_folder import (
     check_nothing_set_aside,
@@ -40,7 +41,7 @@ from sb3_acer.cli.run_folder import (
 )
 from sb3_acer.cli.settings import TrainSettings
 from sb3_acer.distributed import RayActors
-from sb3_acer.presets import evaluation_normalization
+from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
 from sb3_acer.serialization.model_file import saving_through_ctrl_c, write_atomically
 
 __all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "training_env"]
@@ -416,5 +417,8 @@ def _summary(
         print(f"  normalisation statistics: {normalization_path}")
     print(f"  Monitor logs: {run_dir}  (plot: {PROG} plot {run_dir})")
     # enjoy imports no module that only model.json names: the command names them again
-    packages = " ".join(dict.fromkeys(settings.env.modules))
+    wrapper_modules = [spec.name for spec in settings.env_wrapper if spec.name not in ENV_WRAPPERS]
+    packages = " ".join(
+        dict.fromkeys(top_level(module) for module in (*settings.env.modules, *wrapper_modules))
+    )
     print(f"  watch it: {PROG} enjoy {model_path}" + (f" --gym-packages {packages}" if packages else ""))
