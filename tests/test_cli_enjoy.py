@@ -60,6 +60,41 @@ def test_enjoy_refuses_an_env_that_does_not_fit(
     assert_one_line_error(code, err, 2, "the model does not fit Acrobot-v1")
 
 
+def test_a_crafted_model_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    """Whatever a crafted model file makes ``ACER.load`` raise, ``enjoy`` says so in one line."""
+    model_path = tmp_path / "model.zip"
+    ACER("MlpPolicy", "CartPole-v1", n_steps=5).save(model_path)
+    with zipfile.ZipFile(model_path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(members["data"])
+    data["policy_kwargs"]["features_extractor_kwargs"] = {"no_such_argument": 1}
+    members["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(model_path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    code, out, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1")
+    assert_one_line_error(code, err, 1, f"cannot load {model_path}: ")
+    assert "no_such_argument" in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b" " * (1 << 20) + b"{}", "it is larger than 1048576 bytes, which no run description is"),
+        (b"[" * 100_000, "it is nested too deeply to be a run description"),
+    ],
+)
+def test_a_run_description_too_large_or_deep_is_one_line(
+    content: bytes, reason: str, capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "model.zip").write_bytes(b"not read")
+    (tmp_path / "model.json").write_bytes(content)
+    code, _, err = run(capsys, "enjoy", str(tmp_path / "model.zip"))
+    assert_one_line_error(
+        code, err, 1, f"cannot read {tmp_path / 'model.json'}: {reason}; repair or remove it"
+    )
+
+
 class _RenderEnv(gym.Env):
     """Episodes of 4 steps, rendered as a small grey frame."""
 

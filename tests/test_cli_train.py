@@ -172,15 +172,12 @@ def test_env_wrapper_wraps_training_evaluation_and_enjoy(
     (run_dir / "model.json").write_text(json.dumps(info))
     code, _, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
     assert_one_line_error(code, err, 2, "the model does not fit CartPole-v1")
-    # MODEL.json may only name an accepted wrapper: it is data, not a way to import code.
+    # MODEL.json may only name a wrapper class: it is data, not a way to call a function.
     info["env_wrapper"] = ["os.system"]
     (run_dir / "model.json").write_text(json.dumps(info))
     code, _, err = run(capsys, "enjoy", str(run_dir), "--episodes", "1")
     assert_one_line_error(
-        code,
-        err,
-        1,
-        f"{run_dir / 'model.json'}: env_wrapper: os.system is not in a package the environment needs",
+        code, err, 1, f"{run_dir / 'model.json'}: env_wrapper: os.system is not a gymnasium.Wrapper class"
     )
 
 

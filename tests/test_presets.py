@@ -353,12 +353,27 @@ def test_env_wrapper_setting_is_read_as_the_zoo_writes_it(value: object, expecte
     assert env_wrappers(value) == expected
 
 
-def test_env_wrapper_takes_any_wrapper_class_by_its_path_unless_packages_are_limited() -> None:
+def test_env_wrapper_takes_any_wrapper_class_by_its_path_unless_packages_are_limited(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = WrapperSpec("gymnasium.wrappers.TimeLimit", {"max_episode_steps": 5})
     assert env_wrappers({"gymnasium.wrappers.TimeLimit": {"max_episode_steps": 5}}) == (spec,)
     assert env_wrappers([{spec.name: spec.kwargs}], packages={"gymnasium"}) == (spec,)
-    with pytest.raises(ValueError, match=r"not in a package the environment needs \(minigrid\); pass --gym"):
-        env_wrappers("gymnasium.wrappers.TimeLimit", packages={"minigrid"})
+    # Limited to other packages, a class of a module imported already is found without an import ...
+    assert env_wrappers([{spec.name: spec.kwargs}], packages={"minigrid"}) == (spec,)
+    # ... and a module that is not imported is refused, not imported.
+    marker = tmp_path / "MARKER"
+    (tmp_path / "unimported.py").write_text(
+        f"import pathlib, gymnasium\npathlib.Path({str(marker)!r}).touch()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        ValueError,
+        match=r"^env_wrapper: unimported\.Wrapper is in unimported, which is not imported and not in a "
+        r"package named on the command line .*: pass --gym-packages unimported if you trust it$",
+    ):
+        env_wrappers("unimported.Wrapper", packages={"minigrid"})
+    assert not marker.exists() and "unimported" not in sys.modules
     env = wrapper_class((spec,))(gym.make("CartPole-v1"))  # type: ignore[misc]
     env.reset(seed=0)
     assert [env.step(0)[3] for _ in range(5)] == [False] * 4 + [True]  # truncated at the fifth step

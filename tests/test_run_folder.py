@@ -771,3 +771,44 @@ def test_set_aside_puts_back_what_it_moved_when_one_cannot_move(tmp_path: pathli
     with pytest.raises(CLIError, match="cannot prepare the run: "):
         set_aside([first, tmp_path / "missing.csv"])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.csv"]  # the first was put back
+
+
+def test_set_aside_never_replaces_an_earlier_set_aside_file(tmp_path: pathlib.Path) -> None:
+    from sb3_acer.cli.run_folder import set_aside
+
+    first, second = tmp_path / "a.csv", tmp_path / "actors.monitor.csv"
+    first.write_text("a")
+    second.write_text("new")
+    (tmp_path / ".actors.monitor.csv.previous").write_text("earlier")  # a killed run's
+    with pytest.raises(CLIError, match=r"cannot prepare the run: .*set-aside file is in the way"):
+        set_aside([first, second])
+    assert snapshot(tmp_path) == {
+        "a.csv": b"a",
+        "actors.monitor.csv": b"new",
+        ".actors.monitor.csv.previous": b"earlier",
+    }
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+@pytest.mark.parametrize("left", ["actors.monitor.csv", "model.zip", "mine.json"])
+def test_train_refuses_a_run_folder_where_a_killed_run_set_files_aside(
+    left: str, overwrite: list[str], capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """A killed ``--overwrite`` run leaves the earlier run's files set aside: the next run names them and
+    changes nothing (it would set its own files aside over them), as run_atari does."""
+    logs, run_dir = tmp_path / "logs", tmp_path / "logs" / "CartPole-v1_0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "0.monitor.csv").write_text("the killed run's log")
+    (run_dir / f".{left}.previous").write_text("the earlier run's")
+    before = snapshot(tmp_path)
+    save = ["--save-path", str(run_dir / "mine.zip")] if left == "mine.json" else []
+    code, out, err = train(capsys, logs, "--timesteps", "100", *save, *overwrite)
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        f"{run_dir / f'.{left}.previous'} is an earlier run's file, set aside by a run that was stopped "
+        f"before it could put it back; rename it to {run_dir / left} (over that run's own file, if there "
+        "is one), or remove it",
+    )
+    assert out == "" and snapshot(tmp_path) == before

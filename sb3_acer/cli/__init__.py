@@ -14,8 +14,8 @@
 
 :func:`main` takes the arguments and returns the exit code: 0 on success, 2 for a usage error (unknown
 environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
-optional dependency, a damaged model file), 130 when interrupted. Errors are printed as one line
-``error: ...`` on stderr.
+optional dependency, a damaged model file: ``ModelFileError`` and its ``ReplayBufferFileError``, wherever
+they arise), 130 when interrupted. Errors are printed as one line ``error: ...`` on stderr.
 
 A command that fails changes no file: ``train`` checks its paths, seed and settings (building the model
 once on a single env without logs) before it writes anything, and replaces an earlier run, or a file at
@@ -26,8 +26,9 @@ The package: :mod:`~sb3_acer.cli.train` (options and checks) and :mod:`~sb3_acer
 :mod:`~sb3_acer.cli.settings` (preset and flags combined), :mod:`~sb3_acer.cli.enjoy`,
 :mod:`~sb3_acer.cli.plot`, :mod:`~sb3_acer.cli.run_atari` (``python -m sb3_acer.run_atari``);
 :mod:`~sb3_acer.cli.run_folder` is the run-folder policy of ``train`` and ``run_atari``, and
-:mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.normalization` and
-:mod:`~sb3_acer.cli.errors` what they share.
+:mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.imports` (what a
+command imports: the modules the user names, never one that only a file names),
+:mod:`~sb3_acer.cli.normalization` and :mod:`~sb3_acer.cli.errors` what they share.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import sb3_acer
 from sb3_acer.cli import enjoy, plot, train
 from sb3_acer.cli.arguments import Parser
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, one_line
+from sb3_acer.serialization.model_file import ModelFileError
 
 __all__ = ["build_parser", "main"]
 
@@ -91,6 +93,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside training, which saves the model itself
         print("interrupted", file=sys.stderr)
         return 130
-    except OSError as error:  # a full disk, a name too long, ...: what the system refused, on one line
+    except (OSError, ModelFileError) as error:  # what the system refused, a damaged file: on one line
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from sb3_acer.acer import ACER
 from sb3_acer.cli.arguments import add_gym_packages, positive_int, random_seed, torch_device
 from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env, torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line
+from sb3_acer.cli.imports import check_file_modules, top_level
 from sb3_acer.cli.normalization import load_normalization
 from sb3_acer.cli.run_folder import check_can_create, model_file, remove_folders, sidecar
 from sb3_acer.cli.settings import env_kwargs_option
@@ -36,7 +37,8 @@ examples:
   {PROG} enjoy logs/CartPole-v1_0 --video-folder videos/   # needs moviepy
 
 The environment id, its wrappers and the VecNormalize statistics are read from MODEL.json and
-MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'."""
+MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'. MODEL.json chooses no module to
+import: give the run's --gym-packages again (e.g. --gym-packages minigrid)."""
 
 
 def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gym.Env], gym.Env]:
@@ -60,8 +62,9 @@ def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gy
     return record
 
 
-#: Packages whose wrappers a run's file may always name: those sb3-acer depends on.
-WRAPPER_PACKAGES = frozenset({"gymnasium", "stable_baselines3", "sb3_contrib", "sb3_acer"})
+#: The largest ``model.json`` read: ``train`` writes a few KB (the settings of the run); a file from elsewhere
+#: is not read whole before its size is known.
+MAX_RUN_INFO_BYTES = 1 << 20
 
 
 def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
@@ -71,9 +74,15 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
         return CLIError(f"cannot read {path}: {reason}; repair or remove it")
 
     try:
-        run_info = json.loads(path.read_text())
+        with open(path, "rb") as file:
+            raw = file.read(MAX_RUN_INFO_BYTES + 1)
+        if len(raw) > MAX_RUN_INFO_BYTES:
+            raise damaged(f"it is larger than {MAX_RUN_INFO_BYTES} bytes, which no run description is")
+        run_info = json.loads(raw.decode())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise damaged(one_line(error)) from None
+    except RecursionError:
+        raise damaged("it is nested too deeply to be a run description") from None
     if not isinstance(run_info, dict):
         raise damaged("not a run description (a JSON object)")
     for key, kind in (("env_id", str), ("normalize", bool)):
@@ -83,6 +92,26 @@ def _read_run_info(path: pathlib.Path) -> dict[str, Any]:
     if not (isinstance(packages, list) and all(isinstance(package, str) for package in packages)):
         raise damaged(f"'gym_packages' must be a list of package names, got {packages!r}")
     return run_info
+
+
+def _resolve_run_env(
+    args: argparse.Namespace, env_id: str, run_info: dict[str, Any], info_path: pathlib.Path
+) -> tuple[EnvInfo, tuple[WrapperSpec, ...]]:
+    """The environment and wrappers to play in. What the run's file names is imported only where the user
+    names it too (``--gym-packages``, ``--env``) or it is imported already
+    (:func:`~sb3_acer.cli.imports.check_file_modules`): a received run folder does not choose what runs."""
+    named = {top_level(module) for module in args.gym_packages}
+    if args.env is not None and ":" in args.env:
+        named.add(top_level(args.env.rpartition(":")[0]))
+    file_packages = run_info.get("gym_packages", [])
+    check_file_modules(info_path, "gym_packages", file_packages, named)
+    if args.env is None and ":" in env_id:
+        check_file_modules(info_path, "env_id", [env_id.rpartition(":")[0]], named)
+    info = resolve_env(env_id, [*file_packages, *args.gym_packages])
+    try:
+        return info, env_wrappers(run_info.get("env_wrapper"), packages=named)
+    except ValueError as error:
+        raise CLIError(f"{info_path}: {error}") from None
 
 
 def _enjoy_env(
@@ -149,20 +178,15 @@ def _enjoy(args: argparse.Namespace) -> int:
     if not env_id:
         reason = "names no environment" if info_path.exists() else "does not exist to name the environment"
         raise UsageError(f"pass --env ENV_ID ({info_path} {reason})")
-    info = resolve_env(env_id, [*run_info.get("gym_packages", []), *args.gym_packages])
+    info, wrappers = _resolve_run_env(args, env_id, run_info, info_path)
     try:
-        # the run's file may name wrappers of the packages its environment needs, and no other
-        wrappers = env_wrappers(run_info.get("env_wrapper"), packages=info.needed_packages | WRAPPER_PACKAGES)
         env_kwargs = check_env_kwargs(run_info.get("env_kwargs") or {})
     except ValueError as error:
         raise CLIError(f"{info_path}: {error}") from None
     env_kwargs.update(env_kwargs_option(args.env_kwargs))
     video_folder = _check_video_folder(args)
     video = None if video_folder is None else _video_recorder(info, str(video_folder), args.episodes)
-    try:
-        model = ACER.load(model_path, device=args.device)
-    except (ModelFileError, OSError) as error:
-        raise CLIError(f"cannot load {model_path}: {one_line(error)}") from None
+    model = _load_model(model_path, args.device)
     # RecordVideo makes its folder when the env is made: gone again if the model cannot play there.
     video_made = (
         [] if video_folder is None else [f for f in [video_folder, *video_folder.parents] if not f.exists()]
@@ -185,6 +209,27 @@ def _enjoy(args: argparse.Namespace) -> int:
     if args.video_folder is not None:
         print(f"videos: {args.video_folder}")
     return 0
+
+
+def _load_model(model_path: pathlib.Path, device: str) -> ACER:
+    """The model in ``model_path``; a file that cannot be loaded is one line, whatever refused it.
+
+    Raises:
+        CLIError: the file is damaged or not a model (``ModelFileError``), or cannot be read (``OSError``).
+            Any other exception but an ``ImportError`` (a broken installation) comes from a file
+            ``ACER.load`` should have refused with ``ModelFileError``: still one line, which says so.
+    """
+    try:
+        return ACER.load(model_path, device=device)
+    except (ModelFileError, OSError) as error:
+        raise CLIError(f"cannot load {model_path}: {one_line(error)}") from None
+    except ImportError:  # this Python's installation, not the file
+        raise
+    except Exception as error:  # a file from elsewhere: one line, never a traceback
+        raise CLIError(
+            f"cannot load {model_path}: {type(error).__name__}: {one_line(error)} (a damaged file that "
+            "sb3-acer did not recognise as one; please report it)"
+        ) from None
 
 
 def _model_path(text: str) -> pathlib.Path:
@@ -268,7 +313,9 @@ def add_parser(commands: Any) -> None:
     enjoy.add_argument("model", metavar="MODEL", help="model file (.zip) or run folder")
     enjoy.add_argument("--env", metavar="ENV_ID", help="environment id (default: from MODEL.json)")
     add_gym_packages(
-        enjoy, "import these packages first (besides those MODEL.json names), as they register environments"
+        enjoy,
+        "import these packages first, as they register environments; a module MODEL.json names (its "
+        "gym_packages, a module:ENV_ID, a wrapper) is imported only if its package is named here or in --env",
     )
     enjoy.add_argument(
         "--env-kwargs",

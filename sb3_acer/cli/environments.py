@@ -5,7 +5,6 @@ preprocessing, the preset's wrappers), and the torch threads a command runs with
 from __future__ import annotations
 
 import contextlib
-import importlib
 import pathlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -17,6 +16,7 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecTransposeImage
 
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
+from sb3_acer.cli.imports import import_user_module
 from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_minatar_envs
 from sb3_acer.envs.mujoco import MuJoCoNotInstalledError, require_mujoco
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
@@ -42,26 +42,23 @@ class EnvInfo(NamedTuple):
         return self.env_id.rpartition(":")[2]
 
     @property
-    def needed_packages(self) -> set[str]:
-        """The top-level packages the environment needs: those it was imported from or registered by."""
-        modules = [*self.packages, self.env_id.rpartition(":")[0]]
-        entry_point = gym.spec(self.name).entry_point
-        if isinstance(entry_point, str):
-            modules.append(entry_point.partition(":")[0])
-        elif entry_point is not None:
-            modules.append(getattr(entry_point, "__module__", ""))
-        return {module.partition(".")[0] for module in modules if module}
+    def modules(self) -> tuple[str, ...]:
+        """The modules imported before the env is made: the packages, then the id's ``module:`` prefix."""
+        module = self.env_id.rpartition(":")[0]
+        return (*self.packages, module) if module else self.packages
 
 
 def import_gym_packages(packages: Sequence[str], flag: str = "--gym-packages") -> None:
-    """Import each of ``packages`` (as the zoo's ``--gym-packages`` does: importing registers their ids).
+    """Import each of ``packages`` (as the zoo's ``--gym-packages`` does: importing registers their ids),
+    which the user named: from an installed package or the working directory
+    (:func:`~sb3_acer.cli.imports.import_user_module`).
 
     Raises:
         CLIError: a package that cannot be imported, named with the error.
     """
     for package in packages:
         try:
-            importlib.import_module(package)
+            import_user_module(package)
         except ImportError as error:
             raise CLIError(f"{flag}: cannot import {package}: {one_line(error)}") from None
 
@@ -147,7 +144,7 @@ def make_env(
     make_kwargs.update(env_kwargs or {})
 
     def make(**kwargs: Any) -> gym.Env:
-        import_gym_packages(info.packages)  # in a SafeSubprocVecEnv worker too
+        import_gym_packages(info.modules)  # in a SafeSubprocVecEnv worker too
         if info.atari:  # in a SafeSubprocVecEnv worker too, which has not registered the games yet
             import ale_py
 

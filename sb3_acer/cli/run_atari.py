@@ -48,8 +48,8 @@ from sb3_acer.cli.actors import (
 from sb3_acer.cli.arguments import check_device, integer
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
 from sb3_acer.cli.run_folder import (
-    SET_ASIDE_SUFFIX,
     check_can_create,
+    check_nothing_set_aside,
     check_replaceable,
     in_folder,
     make_folders,
@@ -310,12 +310,7 @@ def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, path
     for folder, pattern, what in _run_files(args, logdir, paths):
         if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
             raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
-        for stale in set_aside_files(folder, pattern):
-            original = folder / stale.name[1 : -len(SET_ASIDE_SUFFIX)]
-            raise ValueError(
-                f"{stale} is an earlier run's file, set aside by a run that was stopped before it could put "
-                f"it back; rename it to {original} (over that run's own file, if there is one), or remove it"
-            )
+        check_nothing_set_aside(set_aside_files(folder, pattern))
 
 
 def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:

@@ -7,6 +7,7 @@ cannot be saved where it should (a full disk) is saved elsewhere rather than los
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pathlib
 import tempfile
@@ -17,6 +18,7 @@ from sb3_acer.cli.errors import CLIError, UsageError, one_line
 __all__ = [
     "LOCK_NAME",
     "check_can_create",
+    "check_nothing_set_aside",
     "check_replaceable",
     "in_folder",
     "make_folders",
@@ -27,6 +29,7 @@ __all__ = [
     "save_elsewhere",
     "set_aside",
     "set_aside_files",
+    "set_aside_name",
     "sidecar",
 ]
 
@@ -121,6 +124,11 @@ def check_replaceable(paths: Sequence[pathlib.Path]) -> None:
             raise UsageError(f"cannot replace {path}: no write permission in {path.parent}")
 
 
+def set_aside_name(path: pathlib.Path) -> pathlib.Path:
+    """Where :func:`set_aside` puts ``path``: the hidden ``.<name>.previous`` beside it."""
+    return path.with_name(f".{path.name}{SET_ASIDE_SUFFIX}")
+
+
 def set_aside(paths: Sequence[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
     """``--overwrite``: rename each of an earlier run's ``paths`` to a hidden ``.<name>.previous`` beside it
     until the new run has something to keep; returns the (path, set-aside path) pairs. If one cannot be
@@ -128,7 +136,11 @@ def set_aside(paths: Sequence[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib
     aside: list[tuple[pathlib.Path, pathlib.Path]] = []
     try:
         for path in paths:
-            moved = path.with_name(f".{path.name}{SET_ASIDE_SUFFIX}")
+            moved = set_aside_name(path)
+            if moved.exists() or moved.is_symlink():  # an earlier run's file: a rename would replace it
+                raise FileExistsError(
+                    errno.EEXIST, "an earlier run's set-aside file is in the way", str(moved)
+                )
             path.rename(moved)
             aside.append((path, moved))
     except OSError as error:
@@ -149,6 +161,18 @@ def set_aside_files(folder: pathlib.Path, pattern: str) -> list[pathlib.Path]:
     """The files matching ``pattern`` in ``folder`` that a run set aside and never put back (it was killed):
     the earlier run's, in the way of the next one."""
     return sorted(folder.glob(f".{pattern}{SET_ASIDE_SUFFIX}"))
+
+
+def check_nothing_set_aside(stale: Sequence[pathlib.Path]) -> None:
+    """Raise :class:`UsageError` naming the first of ``stale``, an earlier run's files that a run set aside
+    (:func:`set_aside`) and never put back because it was killed: the next run would take their place, or
+    set its own aside over them, and the earlier run's file would be lost."""
+    for path in stale:
+        original = path.with_name(path.name[1 : -len(SET_ASIDE_SUFFIX)])
+        raise UsageError(
+            f"{path} is an earlier run's file, set aside by a run that was stopped before it could put it "
+            f"back; rename it to {original} (over that run's own file, if there is one), or remove it"
+        )
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from sb3_acer.acer import ACER
 from sb3_acer.cli.arguments import parse_hyperparams
 from sb3_acer.cli.environments import EnvInfo, resolve_env
 from sb3_acer.cli.errors import UsageError, one_line
+from sb3_acer.cli.imports import working_directory_importable
 from sb3_acer.presets import (
     ATARI_ENTRY,
     ATARI_FRAME_STACK,
@@ -132,7 +133,8 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         normalize, vec_normalize_kwargs = parsed is not None, parsed or {}
     if "env_wrapper" in overrides:
         try:
-            wrappers = env_wrappers(overrides.pop("env_wrapper"), atari=info.atari)
+            with working_directory_importable():  # a wrapper the user names is theirs to import
+                wrappers = env_wrappers(overrides.pop("env_wrapper"), atari=info.atari)
         except ValueError as error:
             raise UsageError(f"--hyperparams {error}") from None
     hyperparameters = {**base.hyperparameters, **overrides}

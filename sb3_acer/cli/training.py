@@ -25,19 +25,23 @@ from sb3_acer.acer import ACER
 from sb3_acer.cli.actors import ray_session
 from sb3_acer.cli.environments import make_env
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line, stopped_by
+from sb3_acer.cli.imports import top_level
 from sb3_acer.cli.normalization import finite_statistics, save_normalization
 from sb3_acer.cli.run_folder import (
+    check_nothing_set_aside,
     check_replaceable,
     make_folders,
     put_back,
     remove_folders,
     save_elsewhere,
     set_aside,
+    set_aside_files,
+    set_aside_name,
     sidecar,
 )
 from sb3_acer.cli.settings import TrainSettings
 from sb3_acer.distributed import RayActors
-from sb3_acer.presets import evaluation_normalization
+from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
 from sb3_acer.serialization.model_file import saving_through_ctrl_c, write_atomically
 
 __all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "training_env"]
@@ -63,7 +67,13 @@ def model_files(model_path: pathlib.Path) -> list[pathlib.Path]:
 def previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: bool) -> list[pathlib.Path]:
     """The files of an earlier run that this one would replace (each once, however it is spelt); without
     ``overwrite`` their existence is a usage error, so that nothing a user has is replaced by accident.
-    With it, each must be a file that can be removed, so that none is removed unless all can be."""
+    With it, each must be a file that can be removed, so that none is removed unless all can be. An earlier
+    run's file that a killed run set aside and never put back is in the way either way (as in
+    ``run_atari``): this run would set its own aside over it."""
+    check_nothing_set_aside(
+        [stale for pattern in RUN_FILES for stale in set_aside_files(run_dir, pattern)]
+        + [aside for path in model_files(model_path) if (aside := set_aside_name(path)).exists()]
+    )
     in_run_dir = sorted({path for pattern in RUN_FILES for path in run_dir.glob(pattern)})
     if in_run_dir and not overwrite:
         raise UsageError(
@@ -406,4 +416,9 @@ def _summary(
     if normalization_path is not None:
         print(f"  normalisation statistics: {normalization_path}")
     print(f"  Monitor logs: {run_dir}  (plot: {PROG} plot {run_dir})")
-    print(f"  watch it: {PROG} enjoy {model_path}")
+    # enjoy imports no module that only model.json names: the command names them again
+    wrapper_modules = [spec.name for spec in settings.env_wrapper if spec.name not in ENV_WRAPPERS]
+    packages = " ".join(
+        dict.fromkeys(top_level(module) for module in (*settings.env.modules, *wrapper_modules))
+    )
+    print(f"  watch it: {PROG} enjoy {model_path}" + (f" --gym-packages {packages}" if packages else ""))

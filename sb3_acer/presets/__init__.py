@@ -34,6 +34,7 @@ import copy
 import importlib
 import inspect
 import math
+import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -84,7 +85,8 @@ NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "epsilon
 #: The wrappers an ``env_wrapper`` setting may name, by their import path (the zoo's spelling). A short name
 #: (the part after the last dot) names the same class. Any other wrapper is named by its full import path:
 #: a preset and the command line are the user's own configuration; a run's ``.json`` file, which ``enjoy``
-#: reads, may name only wrappers of the packages its environment needs (see :func:`env_wrappers`).
+#: reads, may name only wrappers of modules imported already or of packages the user names (see
+#: :func:`env_wrappers`).
 ENV_WRAPPERS = ("sb3_contrib.common.wrappers.TimeFeatureWrapper",)
 
 
@@ -352,9 +354,10 @@ def env_wrappers(
 
     As in the zoo, the setting is a name, a one-item mapping ``{name: kwargs}``, or a list of these; each name
     is one of :data:`ENV_WRAPPERS` or its last part, e.g. ``TimeFeatureWrapper``, or the full import path of
-    a ``gymnasium.Wrapper`` class, e.g. ``minigrid.wrappers.ImgObsWrapper``. With ``packages``, a full path
-    must be in one of these top-level packages (what ``enjoy`` allows a run's ``.json`` file to name: the
-    packages its environment needs), so that a file never makes Python import another module. A string
+    a ``gymnasium.Wrapper`` class, e.g. ``minigrid.wrappers.ImgObsWrapper``. With ``packages`` (what ``enjoy``
+    allows a run's ``.json`` file to name: the top-level packages the user named on the command line), a
+    full path must be in one of these packages, or a class of a module imported already (found without an
+    import), so that a file never makes Python import a module. A string
     holding a list or a mapping, as ``--hyperparams`` passes it, is read as one. Keyword arguments are
     checked against the class's signature, so a typo fails here rather than when the env is built.
 
@@ -410,10 +413,13 @@ def _wrapper_path(name: str, packages: Collection[str] | None) -> str:
     if "." not in name:
         raise ValueError(f"env_wrapper: unknown wrapper {name!r}; {accepted}")
     package = name.partition(".")[0]
-    if packages is not None and package not in packages:
+    module, _, short = name.rpartition(".")
+    imported = module in sys.modules and short in vars(sys.modules[module])  # found without an import
+    if packages is not None and package not in packages and not imported:
         raise ValueError(
-            f"env_wrapper: {name} is not in a package the environment needs ({', '.join(sorted(packages))}); "
-            f"pass --gym-packages {package} to allow it"
+            f"env_wrapper: {name} is in {module}, which is not imported and not in a package named on the "
+            f"command line (a run folder does not choose what runs): pass --gym-packages {package} if you "
+            "trust it"
         )
     cls = _wrapper(name)
     if not (isinstance(cls, type) and issubclass(cls, gym.Wrapper)):
