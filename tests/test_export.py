@@ -234,6 +234,14 @@ def test_without_onnxscript_the_error_says_what_to_install(
 # ----------------------------------------------------------------------------------------- the command
 
 
+def test_export_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "export", "-h")
+    assert code == 0 and "--opset N" in out
+    assert "sb3-acer export logs/CartPole-v1_0/model.zip cartpole.onnx" in out.split("examples:")[1]
+    code, out, _ = run(capsys, "-h")
+    assert code == 0 and "export" in out.split("examples:")[0]
+
+
 def test_export_command_writes_the_graph(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
     model = family_model("dict")
     model.save(tmp_path / "model.zip")

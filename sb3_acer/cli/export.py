@@ -49,6 +49,7 @@ def add_parser(commands: Any) -> None:
         "--opset",
         type=int,
         default=None,
+        metavar="N",
         help=f"ONNX opset, {DEFAULT_OPSET} or later (default {DEFAULT_OPSET})",
     )
     export.set_defaults(func=cmd_export)
