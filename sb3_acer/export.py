@@ -7,10 +7,11 @@ The graph follows Stable-Baselines3's "Exporting models" guide: an ``nn.Module``
 
 - **Inputs**: the observations as the env gives them, batched: ``observation``, of shape
   ``[N, *observation_space.shape]`` and the space's dtype (``uint8`` images, ``int64`` for ``Discrete`` and
-  ``MultiDiscrete``, ``int8`` for ``MultiBinary``, ``float32`` for a float ``Box``); for ``Dict``
+  ``MultiDiscrete``, ``int8`` for ``MultiBinary``, ``float32`` for a ``float32`` ``Box``); for ``Dict``
   observations one input per key, named by the key, in the space's order. Images are channel-first, as the
   model's observation space (SB3 transposes channel-last images with ``VecTransposeImage``). ``N`` is free.
-- **Output** ``action``: ``[N, *action_space.shape]``, as ``predict`` returns it: ``int64`` for
+- **Output** ``action`` (``action_`` if a key of ``Dict`` observations is ``action``):
+  ``[N, *action_space.shape]``, as ``predict`` returns it: ``int64`` for
   ``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` (0 or 1), the mean of a ``Box`` policy clipped to the
   action space's bounds (``float32`` for a ``float32`` ``Box``).
 - **Opset** :data:`DEFAULT_OPSET` (18), the lowest that torch's exporter writes without converting the
@@ -43,11 +44,11 @@ from sb3_acer.acer import ACER
 from sb3_acer.policies import LSTMMemory
 from sb3_acer.serialization.model_file import write_atomically
 
-__all__ = ["DEFAULT_OPSET", "OUTPUT_NAME", "check_opset", "export_onnx", "input_names"]
+__all__ = ["DEFAULT_OPSET", "OUTPUT_NAME", "check_opset", "export_onnx", "input_names", "output_name"]
 
 #: The opset :func:`export_onnx` writes by default, and the lowest it takes.
 DEFAULT_OPSET = 18
-#: The name of the graph's output.
+#: The name of the graph's output (with ``_`` appended while a key of ``Dict`` observations has it).
 OUTPUT_NAME = "action"
 #: The name of the graph's input, for observations that are not a ``Dict``.
 OBSERVATION_NAME = "observation"
@@ -79,8 +80,13 @@ class DeterministicActions(nn.Module):
             # predict's np.clip of float32 actions to the bounds: its dtype, and the bounds in it.
             dtype = np.clip(np.zeros(space.shape, np.float32), space.low, space.high).dtype
             self.out_dtype = th.from_numpy(np.zeros(0, dtype)).dtype
-            self.register_buffer("low", th.as_tensor(space.low.astype(dtype)), persistent=False)
-            self.register_buffer("high", th.as_tensor(space.high.astype(dtype)), persistent=False)
+            device = policy.device
+            self.register_buffer(
+                "low", th.as_tensor(space.low.astype(dtype), device=device), persistent=False
+            )
+            self.register_buffer(
+                "high", th.as_tensor(space.high.astype(dtype), device=device), persistent=False
+            )
 
     def forward(self, *observations: th.Tensor) -> th.Tensor:
         obs = dict(zip(self.keys, observations, strict=True)) if self.keys else observations[0]
@@ -120,6 +126,15 @@ def input_names(model: ACER) -> list[str]:
     return list(space.spaces) if isinstance(space, spaces.Dict) else [OBSERVATION_NAME]
 
 
+def output_name(model: ACER) -> str:
+    """The name of the graph's output: :data:`OUTPUT_NAME`, ``"action"``, or ``"action_"`` (and so on) when
+    an input, a key of ``Dict`` observations, is named so (ONNX names each value once)."""
+    name, taken = OUTPUT_NAME, set(input_names(model))
+    while name in taken:
+        name += "_"
+    return name
+
+
 def export_onnx(model: ACER, path: str | os.PathLike[str], opset: int | None = None) -> pathlib.Path:
     """Write ``model``'s policy to ``path`` as an ONNX graph whose output is ``predict(obs,
     deterministic=True)`` (see the module's description for its inputs and output).
@@ -150,7 +165,7 @@ def export_onnx(model: ACER, path: str | os.PathLike[str], opset: int | None = N
             "export supports only the feed-forward policies (MlpPolicy, CnnPolicy, MultiInputPolicy)"
         )
     opset = check_opset(opset)
-    proto = _onnx_bytes(policy, input_names(model), opset)
+    proto = _onnx_bytes(policy, input_names(model), output_name(model), opset)
     path = pathlib.Path(path)
     write_atomically(path, lambda file: file.write(proto))
     return path
@@ -179,7 +194,7 @@ def _example_observations(space: spaces.Space, device: th.device) -> th.Tensor:
     return th.as_tensor(np.zeros(shape, dtype=space.dtype), device=device)
 
 
-def _onnx_bytes(policy: BasePolicy, names: list[str], opset: int) -> bytes:
+def _onnx_bytes(policy: BasePolicy, names: list[str], output: str, opset: int) -> bytes:
     """The checked ONNX graph of ``policy``'s deterministic actions, serialised."""
     onnx = _import_onnx()
     space = policy.observation_space
@@ -196,7 +211,7 @@ def _onnx_bytes(policy: BasePolicy, names: list[str], opset: int) -> bytes:
                 dynamo=True,
                 opset_version=opset,
                 input_names=names,
-                output_names=[OUTPUT_NAME],
+                output_names=[output],
                 dynamic_shapes=(tuple({0: batch} for _ in examples),),  # forward's *observations
                 verbose=False,
             )

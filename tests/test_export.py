@@ -165,6 +165,18 @@ def test_the_default_opset_is_18_and_another_can_be_chosen(tmp_path: pathlib.Pat
     assert opsets == {None: DEFAULT_OPSET, 20: 20} and DEFAULT_OPSET == 18
 
 
+def test_a_dict_key_named_action_leaves_the_output_action_(tmp_path: pathlib.Path) -> None:
+    observation_space = spaces.Dict({"action": spaces.Discrete(3), "action_": VECTOR})
+    model = ACER(
+        "MultiInputPolicy", SpacesEnv(observation_space, BOX_ACTIONS), buffer_size=100, replay_start=50
+    )
+    session = ort.InferenceSession(str(export_onnx(model, tmp_path / "model.onnx")))
+    assert [value.name for value in session.get_inputs()] == ["action", "action_"]
+    assert [value.name for value in session.get_outputs()] == ["action__"]
+    feed = observations_of(model)
+    np.testing.assert_allclose(session.run(None, feed)[0], predicted(model, feed), rtol=0, atol=1e-5)
+
+
 def test_export_keeps_the_policys_training_mode_and_replaces_a_file(tmp_path: pathlib.Path) -> None:
     model = family_model("discrete")
     path = tmp_path / "sub" / "model.onnx"  # a missing folder is made, as model.save makes it

@@ -15,7 +15,7 @@ from typing import Any
 from sb3_acer.acer import ACER
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
 from sb3_acer.cli.run_folder import check_can_create, model_file, sidecar
-from sb3_acer.export import DEFAULT_OPSET, OUTPUT_NAME, check_opset, export_onnx, input_names
+from sb3_acer.export import DEFAULT_OPSET, check_opset, export_onnx, input_names, output_name
 from sb3_acer.serialization.model_file import ModelFileError
 
 __all__ = ["add_parser", "cmd_export"]
@@ -77,7 +77,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         export_onnx(model, out, opset=opset)
     except ValueError as error:  # a recurrent policy
         raise CLIError(f"cannot export {model_path}: {one_line(error)}") from None
-    print(f"wrote {out}: ONNX opset {opset}, inputs {', '.join(input_names(model))}, output {OUTPUT_NAME}")
+    inputs = ", ".join(input_names(model))
+    print(f"wrote {out}: ONNX opset {opset}, inputs {inputs}, output {output_name(model)}")
     if model.trained_with_vec_normalize:
         print(
             "note: the model was trained with VecNormalize: normalise the observations with its statistics "
