@@ -112,10 +112,16 @@ def check_opset(opset: object) -> int:
         or isinstance(opset, bool)
         or not DEFAULT_OPSET <= opset <= newest
     ):
+        too_low = (
+            isinstance(opset, int | np.integer) and not isinstance(opset, bool) and opset < DEFAULT_OPSET
+        )
+        reason = (
+            f"; opset {DEFAULT_OPSET - 1} and below are refused because onnxruntime rejects the graph of "
+            "MultiDiscrete observations converted down to them"
+        )
         raise ValueError(
             f"opset must be a whole number from {DEFAULT_OPSET} to {newest} (the newest the installed onnx "
-            f"knows), got {opset!r}; opset 17 and below are refused because onnxruntime rejects the graph "
-            "of MultiDiscrete observations converted down to them"
+            f"knows), got {opset!r}" + (reason if too_low else "")
         )
     return int(opset)
 

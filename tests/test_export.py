@@ -206,9 +206,9 @@ def refusals() -> dict[str, tuple[Callable[[], ACER], dict[str, Any], type[Excep
             r"supports only the feed-forward policies \(MlpPolicy, CnnPolicy, MultiInputPolicy\)$",
         ),
         "opset 17": (mlp, {"opset": 17}, ValueError, bad_opset + "17; opset 17 and below are refused"),
-        "opset True": (mlp, {"opset": True}, ValueError, bad_opset + "True"),
-        "opset 1000": (mlp, {"opset": 1000}, ValueError, bad_opset + "1000"),
-        "opset '18'": (mlp, {"opset": "18"}, ValueError, bad_opset + "'18'"),
+        "opset True": (mlp, {"opset": True}, ValueError, bad_opset + "True$"),
+        "opset 1000": (mlp, {"opset": 1000}, ValueError, bad_opset + "1000$"),
+        "opset '18'": (mlp, {"opset": "18"}, ValueError, bad_opset + "'18'$"),
     }
 
 
