@@ -1,4 +1,4 @@
-"""The ``sb3-acer`` command (also ``python -m sb3_acer``): train, enjoy and plot.
+"""The ``sb3-acer`` command (also ``python -m sb3_acer``): train, enjoy, plot and export.
 
 - ``sb3-acer train ENV_ID`` trains ACER with the tuned preset for ``ENV_ID`` when one exists
   (``sb3_acer/presets/acer.yml``), otherwise with ACER's defaults. Every setting can be overridden. The run
@@ -11,6 +11,7 @@
   environment id, its wrappers and the normalisation statistics written next to the model by ``train``.
 - ``sb3-acer plot RUN_DIR...`` draws episode return against environment steps from the ``Monitor`` logs,
   the mean and standard deviation over the seeds of each experiment, to a PNG.
+- ``sb3-acer export MODEL OUT`` writes a saved model's policy as an ONNX graph (:mod:`~sb3_acer.cli.export`).
 
 :func:`main` takes the arguments and returns the exit code: 0 on success, 2 for a usage error (unknown
 environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
@@ -38,7 +39,7 @@ import sys
 from collections.abc import Sequence
 
 import sb3_acer
-from sb3_acer.cli import enjoy, plot, train
+from sb3_acer.cli import enjoy, export, plot, train
 from sb3_acer.cli.arguments import Parser
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, one_line
 from sb3_acer.serialization.model_file import ModelFileError
@@ -59,13 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = Parser(
         prog=PROG,
-        description="ACER (Actor-Critic with Experience Replay) on Stable-Baselines3: train, enjoy, plot.",
+        description="ACER (Actor-Critic with Experience Replay) on Stable-Baselines3: train, enjoy, plot, "
+        "export.",
         epilog=MAIN_EXAMPLES,
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {sb3_acer.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    for command in (train, enjoy, plot):
+    for command in (train, enjoy, plot, export):
         command.add_parser(commands)
     return parser
 
