@@ -10,7 +10,6 @@ import functools
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -259,10 +258,10 @@ def test_hung_env_is_reported_naming_actor_and_env_then_replaced(
 
 @pytest.mark.parametrize("form", ["host:port", "ray://host:port", "RAY_ADDRESS"])
 def test_an_address_where_nothing_answers_is_refused_before_ray_starts(
-    form: str, monkeypatch: pytest.MonkeyPatch
+    form: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ray = pytest.importorskip("ray")
-    port = closed_port()
+    port = closed_port
     calls: list[Any] = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a process where Ray is not started
     monkeypatch.setattr(ray, "init", lambda *args, **kwargs: calls.append(args))
@@ -285,13 +284,6 @@ def test_an_address_where_nothing_answers_is_refused_before_ray_starts(
         f"or {advice} to start a local one"
     )
     assert calls == [] and model.num_timesteps == 0  # ray.init never ran, nothing was trained
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (it was free a moment ago)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class FailingEnv(gym.Env):
