@@ -98,8 +98,14 @@ def watch(learner_pid: int, root_pids: Sequence[int], poll_seconds: float = POLL
     """Watch the learner ``learner_pid`` and the processes ``root_pids`` it started; once the learner or
     every root is gone, kill what is left of them and of every descendant seen, and return."""
     learner = psutil.Process(learner_pid)
-    # Only the learner's children: a pid that was reused since is someone else's.
-    roots = {root for root in map(psutil.Process, root_pids) if root.ppid() == learner_pid}
+    roots = set()
+    for pid in root_pids:
+        try:
+            root = psutil.Process(pid)
+            if root.ppid() == learner_pid:  # not a pid reused since by someone else's process
+                roots.add(root)
+        except psutil.NoSuchProcess:
+            continue
     tracked = set(roots) | _descendants(roots)
     print(READY, flush=True)
     while _alive(learner) and any(_alive(root) for root in roots):
