@@ -449,6 +449,16 @@ if __name__ == "__main__":
 """
 
 
+def watchdogs_of(learner: int) -> list[psutil.Process]:
+    """The watchdogs of the local cluster that process ``learner`` started (not its children)."""
+    found = []
+    for process in psutil.process_iter():
+        arguments = command(process).split()
+        if len(arguments) > 4 and arguments[2].endswith("watchdog.py") and arguments[3] == str(learner):
+            found.append(process)
+    return found
+
+
 @pytest.mark.timeout(300)
 def test_killed_learner_leaves_no_process_of_the_cluster_it_started(tmp_path: pathlib.Path) -> None:
     script = tmp_path / "learner.py"
@@ -466,7 +476,7 @@ def test_killed_learner_leaves_no_process_of_the_cluster_it_started(tmp_path: pa
     try:
         assert learner.stdout is not None
         assert learner.stdout.readline() == "training\n"
-        cluster = psutil.Process(learner.pid).children(recursive=True)
+        cluster = psutil.Process(learner.pid).children(recursive=True) + watchdogs_of(learner.pid)
         commands = " ".join(command(process) for process in cluster)
         # The agents the raylet starts are what outlived a killed learner before the watchdog.
         for name in ("gcs_server", "raylet", "ray::DashboardAgent", "ray::RuntimeEnvAgent", "watchdog.py"):

@@ -6,8 +6,9 @@ and log monitors); those die with it, but the raylet's own children (``ray::Dash
 until someone kills them. :func:`start_watchdog` starts a small process (this file, run by its path, so
 that it imports nothing but the standard library and psutil) that polls the learner and the processes
 ``ray.init`` started, remembers their descendants, and once the learner or all of those processes are
-gone, kills whatever is left of the cluster (SIGKILL: the agents ignore SIGTERM) and exits. It runs in its
-own session, so that a Ctrl-C in the terminal does not stop it before it has cleaned up.
+gone, kills whatever is left of the cluster (SIGKILL: the agents ignore SIGTERM) and exits. A launcher
+starts it and ends at once, so that it is no child of the learner (nothing to reap, it may outlive it),
+in its own session, so that a Ctrl-C in the terminal does not stop it before it has cleaned up.
 
 Only a cluster this process started is watched: a cluster it joined (``address=``, ``RAY_ADDRESS``,
 ``ray start``) is someone else's.
@@ -29,8 +30,8 @@ __all__ = ["POLL_SECONDS", "child_pids", "start_watchdog", "watch"]
 POLL_SECONDS = 0.5
 #: What the watchdog prints once it watches (the learner waits for it).
 READY = "watching"
-#: The watchdogs this process started (kept, so that they are reaped once they exit).
-_STARTED: list[subprocess.Popen[str]] = []
+#: The launcher's first argument.
+DETACH = "--detach"
 
 
 def child_pids() -> set[int]:
@@ -38,28 +39,30 @@ def child_pids() -> set[int]:
     return {child.pid for child in psutil.Process().children()}
 
 
-def start_watchdog(roots: Iterable[int]) -> subprocess.Popen[str]:
+def _command(*arguments: object) -> list[str]:
+    """This file run by its path, isolated from the environment's Python settings."""
+    return [sys.executable, "-I", os.path.abspath(__file__), *map(str, arguments)]
+
+
+def start_watchdog(roots: Iterable[int]) -> None:
     """Start the watchdog of the cluster whose processes ``roots`` (children of this process) started;
     returns once it watches them.
 
     Raises:
         RuntimeError: the watchdog did not start (its error is on stderr).
     """
-    _STARTED[:] = [process for process in _STARTED if process.poll() is None]
-    command = [sys.executable, "-I", os.path.abspath(__file__), str(os.getpid()), *map(str, roots)]
-    process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, start_new_session=True
+    launcher = subprocess.Popen(
+        _command(DETACH, os.getpid(), *roots), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
     )
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    process.stdout.close()
+    assert launcher.stdout is not None
+    with launcher.stdout:
+        line = launcher.stdout.readline().strip()  # the watchdog's, through the pipe it inherits
+    launcher.wait()
     if line != READY:
-        process.wait()
         raise RuntimeError(
-            f"the watchdog of the local Ray cluster did not start (exit code {process.returncode})"
+            f"the watchdog of the local Ray cluster did not start (its launcher's exit code "
+            f"{launcher.returncode})"
         )
-    _STARTED.append(process)
-    return process
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -115,7 +118,11 @@ def watch(learner_pid: int, root_pids: Sequence[int], poll_seconds: float = POLL
 
 
 def main(argv: Sequence[str]) -> None:
-    """``watchdog.py LEARNER_PID ROOT_PID...``"""
+    """``watchdog.py LEARNER_PID ROOT_PID...``, or the launcher: ``watchdog.py --detach LEARNER_PID
+    ROOT_PID...``, which starts the watchdog in a session of its own and ends."""
+    if argv and argv[0] == DETACH:
+        subprocess.Popen(_command(*argv[1:]), stdin=subprocess.DEVNULL, start_new_session=True)
+        return
     learner_pid, *root_pids = (int(value) for value in argv)
     watch(learner_pid, root_pids)
 
