@@ -52,7 +52,8 @@ def add_actor_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup)
         "--ray-address",
         metavar="ADDR",
         help="with --actors: join the Ray cluster at ADDR (e.g. auto, or the head's host:6379; see "
-        "`ray start --head`); default: start a local one on this machine",
+        "`ray start --head`; refused within seconds if nothing answers there); default: start a local one "
+        "on this machine",
     )
 
 
