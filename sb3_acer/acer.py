@@ -640,7 +640,9 @@ class ACER(SegmentAlgorithm):
                 must match.
             device: device to load onto.
             custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
-                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``).
+                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``); a class among
+                the values (``{"features_extractor_class": MyExtractor}``) resolves the path the file names
+                it by, which a class outside sb3-acer's table needs (no module is imported on load).
             print_system_info: print the versions the file was saved with.
             force_reset: accepted for SB3 compatibility; the environment's state is not saved, so the
                 first ``learn`` after loading always resets it.

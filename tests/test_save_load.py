@@ -22,12 +22,13 @@ import pytest
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
-from stable_baselines3.common.torch_layers import FlattenExtractor
+from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
 import sb3_acer
 from sb3_acer import ACER, MlpPolicy
+from sb3_acer.serialization.class_table import CLASS_TABLE
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -38,6 +39,7 @@ from sb3_acer.serialization.model_file import (
     space_to_json,
     write_model_file,
 )
+from sb3_acer.torch_layers import MinAtarCNN
 
 OBS_BATCH = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
 
@@ -583,6 +585,32 @@ def test_model_file_refuses_classes_that_are_not_in_the_table(
     with pytest.raises(ModelFileError, match=re.escape(message)):
         ACER.load(tmp_path / "class.zip", custom_objects={"activation_fn": collections.OrderedDict})
     assert decode_json_value({"__class__": "torch.nn.modules.activation:ReLU"}) is nn.ReLU
+
+
+def test_the_class_table_holds_every_path_a_model_file_names_its_classes_by(tmp_path: pathlib.Path) -> None:
+    for cls in CLASS_TABLE.values():  # the path a file written today names
+        assert CLASS_TABLE[f"{cls.__module__}:{cls.__qualname__}"] is cls
+    for name in ACER.policy_aliases.values():  # sb3-acer 0.1's module, and today's public path
+        assert CLASS_TABLE[f"sb3_acer.policies:{name.__name__}"] is name
+    assert CLASS_TABLE["sb3_acer.policies.feed_forward:MlpPolicy"] is MlpPolicy
+    assert CLASS_TABLE["sb3_acer.torch_layers:MinAtarCNN"] is MinAtarCNN
+    assert CLASS_TABLE["stable_baselines3.common.torch_layers:NatureCNN"] is NatureCNN
+    assert CLASS_TABLE["torch.nn.modules.activation:Tanh"] is nn.Tanh
+    assert CLASS_TABLE["torch.optim:Adam"] is CLASS_TABLE["torch.optim.adam:Adam"] is th.optim.Adam
+    assert not {th.optim.LBFGS, th.optim.SparseAdam, th.optim.Optimizer} & set(CLASS_TABLE.values())
+    # A class of the caller's resolves the path of its module and qualname when passed in custom_objects.
+    model = ACER(
+        "MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, policy_kwargs=dict(activation_fn=MyTanh)
+    )
+    model.save(tmp_path / "mine.zip")
+    with pytest.raises(ModelFileError, match=r"custom_objects=\{'activation_fn': MyTanh\}"):
+        ACER.load(tmp_path / "mine.zip")
+    loaded = ACER.load(tmp_path / "mine.zip", custom_objects={"activation_fn": MyTanh})
+    assert loaded.policy_kwargs["activation_fn"] is MyTanh
+
+
+class MyTanh(nn.Tanh):
+    """A user's activation class."""
 
 
 # ---------------------------------------------------------------------------------------------- parameters
