@@ -813,7 +813,7 @@ def _tamper(data: dict[str, Any], change: str) -> None:
         ("5000-digit integer", r"bad\.zip: data is corrupt: Exceeds the limit \(4300 digits\)"),
         (
             "unknown features_extractor_kwargs key",
-            r"bad\.zip: the policy cannot be built from the saved settings: .*keyword argument 'warp'",
+            r"bad\.zip: the model cannot be built from the saved settings: .*keyword argument 'warp'",
         ),
         (
             "gamma of 10**400",
@@ -839,6 +839,28 @@ def test_every_tampered_model_file_raises_model_file_error(
     rewrite_entry(path, tmp_path / "bad.zip", "data", text.encode())
     with pytest.raises(ModelFileError, match=message):
         ACER.load(tmp_path / "bad.zip")
+
+
+def test_a_saved_buffer_size_no_machine_holds_is_the_files_error_and_a_given_one_the_callers(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    edit_data(
+        path,
+        tmp_path / "huge.zip",
+        hyperparameters={**read_data(path)["hyperparameters"], "buffer_size": 10**20},
+    )
+    assert ACER.load(tmp_path / "huge.zip").buffer_size == 10**20  # no env: no replay memory is made
+    message = (
+        r"huge\.zip: the model cannot be built from the saved settings: buffer_size=100000000000000000000 "
+    )
+    with pytest.raises(ModelFileError, match=message + r"\(the replay memory\) needs [0-9,]+ bytes"):
+        ACER.load(tmp_path / "huge.zip", env=gym.make("CartPole-v1"))
+    with pytest.raises(
+        ValueError, match=r"^buffer_size=100000000000000000000 \(the replay memory\)"
+    ) as raised:
+        ACER.load(path, env=gym.make("CartPole-v1"), buffer_size=10**20)
+    assert not isinstance(raised.value, ModelFileError)
 
 
 def test_tensors_that_do_not_fit_raise_model_file_error(

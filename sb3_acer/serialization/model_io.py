@@ -532,9 +532,12 @@ def _attach_env(model: ACER, env: GymEnv | str) -> None:
     model._vec_normalize_env = unwrap_vec_normalize(vec_env)
 
 
-def _build_networks(model: ACER, path: PathOrFile, tensors: dict[str, Any], policy_given: bool) -> None:
-    """Build ``model``'s networks and optimizer and load the saved ``tensors`` into them (``policy_given``:
-    the caller gave the policy class or its ``policy_kwargs``)."""
+def _build_networks(
+    model: ACER, path: PathOrFile, tensors: dict[str, Any], policy_given: bool, settings_given: bool
+) -> None:
+    """Build ``model``'s networks, optimizer and replay memory and load the saved ``tensors`` into them.
+    ``policy_given``: the caller gave the policy class or its ``policy_kwargs``; ``settings_given``: those
+    or hyperparameters (an error they may cause is the caller's, reported as it is)."""
     try:
         model._setup_model()
     except (AssertionError, UnsupportedSpaceError) as error:  # e.g. NatureCNN needs images
@@ -543,10 +546,10 @@ def _build_networks(model: ACER, path: PathOrFile, tensors: dict[str, Any], poli
             f"load: the policy cannot be built for the saved observation space {model.observation_space}: "
             f"{error}"
         ) from None
-    except (TypeError, ValueError) as error:  # e.g. a features_extractor_kwargs key the extractor refuses
-        if policy_given:
+    except (TypeError, ValueError) as error:  # a features_extractor_kwargs key the extractor refuses, or
+        if settings_given:  # a buffer_size the machine cannot hold
             raise
-        raise ModelFileError(f"{path}: the policy cannot be built from the saved settings: {error}") from None
+        raise ModelFileError(f"{path}: the model cannot be built from the saved settings: {error}") from None
     except (RuntimeError, MemoryError) as error:  # e.g. Discrete(10**12) actions: out of memory
         raise ModelFileError(
             f"{path}: the policy cannot be built from the saved settings: {' '.join(str(error).split())}"
@@ -649,7 +652,8 @@ def load_model(
         model = _build_model(cls, path, saved, policy_class, device, overrides)
         if env is not None:
             _attach_env(model, env)
-        _build_networks(model, path, saved.tensors, policy_given or replaced_policy_kwargs is not None)
+        policy_given = policy_given or replaced_policy_kwargs is not None
+        _build_networks(model, path, saved.tensors, policy_given, policy_given or bool(overrides))
         _restore_counters(model, path, saved.data)
         _restore_replay_and_rng(model, path, saved, overrides.get("seed"))
         return model
