@@ -165,11 +165,12 @@ def _resolve_class(path: Any, where: str, classes: Mapping[str, type]) -> type:
             return found
     field = where.rsplit(".", 1)[-1]
     name = path.rpartition(":")[2] if isinstance(path, str) else "TheClass"
+    whole = ", or the whole policy_kwargs, custom_objects={'policy_kwargs': ...}"
     raise ModelFileError(
         f"{where} names the class {path!r}, which is none of sb3-acer's policies and extractors, "
         "Stable-Baselines3's extractors, or torch's activations and optimizers; a model file never imports "
         f"a module (that would run its code): pass the class, ACER.load(path, custom_objects={{{field!r}: "
-        f"{name}}}), or the whole policy_kwargs, custom_objects={{'policy_kwargs': ...}}"
+        f"{name}}}){whole if where.startswith('policy_kwargs') else ''}"
     )
 
 
