@@ -838,6 +838,17 @@ _BRIDGES: dict[str, Callable[[Sequence[str], bool], contextlib.AbstractContextMa
 _MAIN_BLOCK_SCRIPTS = frozenset({"record_video", "push_to_hub", "load_from_hub"})
 
 
+def _run_main_block(module: str) -> None:
+    """Run ``module`` as ``python -m module`` does, in this process: a fresh copy, even where another
+    script imported the module already (``enjoy`` imports ``load_from_hub``'s function)."""
+    imported = sys.modules.pop(module, None)
+    try:
+        runpy.run_module(module, run_name="__main__")
+    finally:
+        if imported is not None:
+            sys.modules[module] = imported
+
+
 def _run(script: str, args: Sequence[str], trusted: bool = False) -> None:
     """Run the zoo's ``script`` in this process with ``args`` as its command line (and its bridge,
     :data:`_BRIDGES`)."""
@@ -846,7 +857,7 @@ def _run(script: str, args: Sequence[str], trusted: bool = False) -> None:
     try:
         with _BRIDGES.get(script, lambda args, trusted: contextlib.nullcontext())(args, trusted):
             if script in _MAIN_BLOCK_SCRIPTS:  # a script without a function: run it as the zoo's command does
-                runpy.run_module(f"rl_zoo3.{script}", run_name="__main__")
+                _run_main_block(f"rl_zoo3.{script}")
             else:
                 getattr(importlib.import_module(f"rl_zoo3.{script}"), script)()
     finally:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import pathlib
+import pickle
 import re
 import runpy
 import shlex
 import shutil
 import sys
+import zipfile
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -232,3 +234,178 @@ def test_the_zoo_pushes_a_run_with_a_card_whose_commands_work(
     for argv in commands[4:]:
         _run_command(argv, capsys)
     assert ACER.load(pushed / "acer-CartPole-v1.zip").num_timesteps == 200  # the reader's run, pushed
+
+
+def refused(argv: list[str]) -> str:
+    """The one-line message ``main(argv)`` exits with."""
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    message = raised.value.code
+    assert isinstance(message, str) and "\n" not in message, message
+    return message
+
+
+def test_push_without_imageio_ffmpeg_is_one_line_and_uploads_nothing(
+    zoo_run: pathlib.Path, offline_hub: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(zoo_run)
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # not installed
+    assert refused(PUSH) == (
+        "sb3_acer.zoo push_to_hub: error: the replay video needs imageio-ffmpeg's ffmpeg: pip install "
+        "'sb3-acer[hub]'; or pass --no-render to push without one"
+    )
+    assert not (offline_hub / REPO_ID).exists()
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
+
+    def __init__(self, marker: pathlib.Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return self.marker.touch, ()
+
+
+def _metrics(repo: pathlib.Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(repo / "train_eval_metrics.zip", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+#: How each case tampers with the Hub's repository, and what the refusal says (after the file's path).
+HOSTILE_REPOS = {
+    "config.yml tag": (
+        lambda repo: (repo / "config.yml").write_text('!!python/object/apply:os.system ["touch MARKER"]\n'),
+        r"config\.yml, line 1: refusing the YAML tag !!python/object/apply:os\.system, which the zoo's "
+        r"loader \(yaml\.UnsafeLoader\) would run; ",
+    ),
+    "args.yml tag": (
+        lambda repo: (repo / "args.yml").write_text("env: !!python/object/apply:os.system [touch MARKER]\n"),
+        r"args\.yml, line 1: refusing the YAML tag !!python/object/apply:os\.system, ",
+    ),
+    "env_kwargs.yml tag": (
+        lambda repo: (repo / "env_kwargs.yml").write_text("!!python/object/apply:os.system [touch MARKER]\n"),
+        r"env_kwargs\.yml, line 1: refusing the YAML tag !!python/object/apply:os\.system, ",
+    ),
+    "vec_normalize.pkl": (
+        lambda repo: (repo / "vec_normalize.pkl").write_bytes(pickle.dumps(_Payload(repo / "MARKER"))),
+        r"vec_normalize\.pkl holds pickled VecNormalize statistics, and unpickling a file can run any code; "
+        r"refusing it; ",
+    ),
+    "metrics over the run's settings": (
+        lambda repo: _metrics(repo, {"CartPole-v1/config.yml": b"!!python/object/apply:os.system [x]\n"}),
+        r"train_eval_metrics\.zip: refusing 'CartPole-v1/config\.yml': the zoo writes plain file names "
+        r"there, and extracting this one would write into the run's folders \(over its checked settings\); ",
+    ),
+    "metrics bomb": (
+        lambda repo: _metrics(repo, {"0.monitor.csv": bytes(2_000_000)}),
+        r"train_eval_metrics\.zip would extract 2000000 bytes, more than the zoo's metrics hold \(at most "
+        r"1000000\); ",
+    ),
+    "metrics not a zip": (
+        lambda repo: (repo / "train_eval_metrics.zip").write_bytes(b"not a zip"),
+        r"train_eval_metrics\.zip is not a zip archive: File is not a zip file$",
+    ),
+    "no config.yml": (
+        lambda repo: (repo / "config.yml").unlink(),
+        r"someone/acer-CartPole-v1 has no config\.yml: not a repository of the zoo's push_to_hub$",
+    ),
+}
+
+
+@pytest.fixture
+def hub_repo(
+    zoo_run: pathlib.Path, offline_hub: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> pathlib.Path:
+    """The zoo run pushed without a video (the current folder is then an empty ``tmp_path/reader``): the
+    Hub's repository folder."""
+    monkeypatch.chdir(zoo_run)
+    main([*PUSH, "--no-render"])
+    shutil.rmtree(zoo_run / "hub")  # the zoo's copy of what it uploaded
+    (tmp_path / "reader").mkdir()
+    monkeypatch.chdir(tmp_path / "reader")
+    return offline_hub / REPO_ID
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_REPOS))
+def test_a_downloaded_file_that_would_run_code_is_refused_before_the_folder_is_written(
+    hub_repo: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    tamper, expected = HOSTILE_REPOS[case]
+    tamper(hub_repo)
+    monkeypatch.setattr("sb3_acer.zoo.MAX_METRICS_BYTES", 1_000_000)
+    message = refused(LOAD)
+    assert message.startswith("sb3_acer.zoo load_from_hub: error: "), message
+    assert re.search(expected, message), message
+    if not expected.endswith("$"):
+        assert message.endswith("pass --trust-log-folder if you trust someone/acer-CartPole-v1"), message
+    assert not (tmp_path / "reader" / "downloads").exists()  # nothing written
+    assert not list(tmp_path.rglob("MARKER")) and not list(hub_repo.rglob("MARKER"))
+
+
+def test_an_honest_download_without_statistics_plays(hub_repo: pathlib.Path, capsys) -> None:
+    assert not (hub_repo / "vec_normalize.pkl").exists()
+    main(LOAD)  # huggingface_hub's "not found" for vec_normalize.pkl is the zoo's "no statistics"
+    assert "No normalization file" in capsys.readouterr().out
+    assert (DOWNLOADED / "CartPole-v1" / "config.yml").is_file()
+    assert not (DOWNLOADED / "CartPole-v1" / "vecnormalize.pkl").exists()
+    main(["enjoy", "--env", "CartPole-v1", "-f", "downloads", "--no-render", "-n", "50"])
+    assert "Episode Reward" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- a normalized run (a pickle)
+
+
+@pytest.fixture(scope="module")
+def normalized_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    """A folder where the zoo trained ACER on CartPole with VecNormalize (``vecnormalize.pkl``, a pickle)."""
+    folder = tmp_path_factory.mktemp("zoo_normalized")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        main([*TRAIN, "-params", "normalize:True"])
+        yield folder
+
+
+def test_a_normalized_run_is_pushed_and_played_only_when_trusted(
+    normalized_run: pathlib.Path,
+    offline_hub: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shutil.copytree(normalized_run / "logs", tmp_path / "logs")
+    monkeypatch.chdir(tmp_path)
+    statistics = pathlib.Path("logs", "acer", "CartPole-v1_1", "CartPole-v1", "vecnormalize.pkl")
+    push = [*PUSH, "--no-render"]
+    assert refused(push) == (  # push_to_hub reads the run folder as enjoy does
+        f"sb3_acer.zoo push_to_hub: error: {statistics} holds pickled VecNormalize statistics, and "
+        f"unpickling a file can run any code; refusing it; pass --trust-log-folder if you trust "
+        f"{statistics.parents[1]}"
+    )
+    assert not (offline_hub / REPO_ID).exists()
+    main([*push, "--trust-log-folder"])  # the user's own run
+    repo = offline_hub / REPO_ID
+    assert (repo / "vec_normalize.pkl").is_file()
+    _, text = _card(repo)
+    assert "`vec_normalize.pkl`: a pickle" in text
+    commands = [shlex.join(argv) for argv in _card_commands(text)]
+    assert commands[1:3] == [
+        "python -m sb3_acer.zoo load_from_hub --algo acer --env CartPole-v1 -orga someone -f logs/ "
+        "--trust-log-folder",
+        "python -m sb3_acer.zoo enjoy --algo acer --env CartPole-v1 -f logs/ --trust-log-folder",
+    ]
+    assert not [command for command in commands if command.startswith("sb3-acer")]  # it reads no pickle
+    (tmp_path / "reader").mkdir()
+    monkeypatch.chdir(tmp_path / "reader")
+    load = "python -m sb3_acer.zoo load_from_hub --algo acer --env CartPole-v1 -orga someone -f logs/"
+    assert refused(shlex.split(load)[3:]).endswith(
+        "vec_normalize.pkl holds pickled VecNormalize statistics, and unpickling a file can run any code; "
+        "refusing it; pass --trust-log-folder if you trust someone/acer-CartPole-v1"
+    )
+    assert not pathlib.Path("logs").exists()
+    for command in commands[1:3]:
+        _run_command(shlex.split(command), capsys)
+    assert pathlib.Path("logs", "acer", "CartPole-v1_1", "CartPole-v1", "vecnormalize.pkl").is_file()
+    enjoy = ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--no-render", "-n", "20"]
+    assert refused(enjoy).endswith("pass --trust-log-folder if you trust logs/acer/CartPole-v1_1")

@@ -562,6 +562,16 @@ HUB_DOWNLOAD = (
             None,
             "--algo a2c: refusing to load a2c model files (run/model.zip): they hold pickles",
         ),
+        (
+            ["load_from_hub", "-f", "downloads", "--algo", "ppo"],
+            None,
+            "--algo ppo: refusing to load ppo model files (sb3/ppo-CartPole-v1): they hold pickles",
+        ),
+        (
+            ["push_to_hub", "-f", "logs", "-orga", "someone", "--algo", "ppo"],
+            None,
+            "--algo ppo: refusing to load ppo model files (logs): they hold pickles",
+        ),
     ],
 )
 def test_folders_that_cannot_be_checked_are_refused(
