@@ -132,7 +132,8 @@ def test_block_runs(block: Block, tmp_path: pathlib.Path, monkeypatch: pytest.Mo
 # ---------------------------------------------------------------------------------------- shell blocks
 # Every command of the other fenced blocks (```bash) is checked too. The `sb3-acer`, run_atari and
 # `python -m sb3_acer.zoo` (rl-zoo3) examples run in-process, in order, in a temporary folder that also holds
-# `benchmarks/` (linked) and an empty `docs/`, with their training budgets cut (CUTS, ZOO_CUTS); with
+# `benchmarks/` (linked) and an empty `docs/`, with their training budgets cut (CUTS, ZOO_CUTS), and the
+# Hugging Face Hub a local folder (conftest's `offline_hub`); with
 # `--device cuda` on a machine without CUDA they are only parsed. The benchmark scripts' commands run for
 # minutes to hours (their results are docs/results.md's), so they are parsed with each script's own
 # `build_parser()`, and the presets' `--set` keys and `--envs` are checked against the settings that exist.
@@ -150,6 +151,7 @@ ZOO_CUTS = {
     "optimize": ["--n-trials", "2", "-n", "300", "--n-evaluations", "1", "--eval-episodes", "1"],
     "enjoy": ["--no-render", "-n", "100"],
     "record_video": ["-n", "20"],
+    "push_to_hub": ["--no-render"],
 }
 #: Command prefixes left alone: they build SB2's Python 3.7 environment from the network (docs/results.md).
 NOT_RUN = [["python3.7", "-m", "venv", "sb2"], ["sb2/bin/pip", "install"]]
@@ -331,6 +333,7 @@ def test_shell_commands_run_or_parse(
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    offline_hub: pathlib.Path,  # push_to_hub and load_from_hub (docs/guide/hub.md) use a local folder
 ) -> None:
     (tmp_path / "benchmarks").symlink_to(ROOT / "benchmarks")
     (tmp_path / "docs").mkdir()
