@@ -404,8 +404,8 @@ def test_a_normalized_run_is_pushed_and_played_only_when_trusted(
         "refusing it; pass --trust-log-folder if you trust someone/acer-CartPole-v1"
     )
     assert not pathlib.Path("logs").exists()
-    for command in commands[1:3]:
-        _run_command(shlex.split(command), capsys)
+    outputs = [_run_command(shlex.split(command), capsys) for command in commands[1:3]]
+    assert "Loading running average" in outputs[1] and "Episode Reward" in outputs[1]  # with its statistics
     assert pathlib.Path("logs", "acer", "CartPole-v1_1", "CartPole-v1", "vecnormalize.pkl").is_file()
     enjoy = ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--no-render", "-n", "20"]
     assert refused(enjoy).endswith("pass --trust-log-folder if you trust logs/acer/CartPole-v1_1")
