@@ -409,3 +409,17 @@ def test_a_normalized_run_is_pushed_and_played_only_when_trusted(
     assert pathlib.Path("logs", "acer", "CartPole-v1_1", "CartPole-v1", "vecnormalize.pkl").is_file()
     enjoy = ["enjoy", "--env", "CartPole-v1", "-f", "logs", "--no-render", "-n", "20"]
     assert refused(enjoy).endswith("pass --trust-log-folder if you trust logs/acer/CartPole-v1_1")
+
+
+@pytest.mark.parametrize("script", ["push_to_hub", "load_from_hub"])
+def test_the_hub_scripts_import_and_know_acer(
+    script: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    # rl_zoo3.push_to_hub imports generate_metadata, which sb3-team-hf-integration 3.x does not have.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as raised:
+        main([script, "--help"])
+    assert raised.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: rl_zoo3.{script} [-h]") and ",acer}" in out
+    assert not list(tmp_path.iterdir())
