@@ -54,7 +54,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 bench: $(STAMP)
-	$(PY) benchmarks/classic_control.py
+	$(PY) -m benchmarks.classic_control
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .mypy_cache .ruff_cache .pytest_cache

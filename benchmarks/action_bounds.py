@@ -7,7 +7,7 @@ This script trains ACER with :mod:`benchmarks.mujoco_v5`'s settings (``--set`` o
 since the last record: the mean ``|mean|`` and its maximum, the share of action values outside the bounds,
 the mean ``|action|``, and the mean length and return of the last 100 training episodes. Usage::
 
-    python benchmarks/action_bounds.py --env Ant-v5 --seed 0 --timesteps 200000 \\
+    python -m benchmarks.action_bounds --env Ant-v5 --seed 0 --timesteps 200000 \\
         --set 'policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.3)"' \\
         --out benchmarks/results/action_bounds_ant_sigma03.json
 """
@@ -25,9 +25,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import add_overrides_option, parse_overrides, write_results
+from benchmarks.common import add_overrides_option, commit_at_start, parse_overrides, write_results
 from benchmarks.mujoco_v5 import MUJOCO_ENVS, describe, make_model
 
 
@@ -91,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     add_overrides_option(parser, "ent_coef=0.0")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     th.set_num_threads(1)
     overrides = parse_overrides(args.overrides)
     model, env = make_model("ACER", args.env, args.seed, overrides)

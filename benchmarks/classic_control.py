@@ -12,7 +12,7 @@ All runs happen side by side in one process, one after the other, with ``torch.s
 
 Usage::
 
-    python benchmarks/classic_control.py --seeds 0 1 2 --out benchmarks/results/classic_control.json
+    python -m benchmarks.classic_control --seeds 0 1 2 --out benchmarks/results/classic_control.json
 
 ``docs/benchmarks.md`` gives the commands of its tables and the result files they wrote.
 """
@@ -38,9 +38,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, write_results
+from benchmarks.common import ThresholdTracker, commit_at_start, write_results
 from sb3_acer import ACER
 from sb3_acer.presets import evaluation_normalization, load_preset, wrapper_class
 
@@ -229,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     th.set_num_threads(args.threads)
     results: list[RunResult] = []

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import multiprocessing
 import platform
-import shlex
-import subprocess
 import sys
 import time
 from collections import deque
@@ -22,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+
+from benchmarks.provenance import command_line, source_commit
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -38,47 +39,25 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def command_line(script: str, args: list[str]) -> str:
-    """``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments."""
-    return shlex.join(["python", f"benchmarks/{script}", *args])
-
-
-def git_commit() -> str | None:
-    """The short commit checked out, ``+changes`` when tracked files differ from it; ``None`` outside this
-    project's own git checkout (an unpacked sdist, even inside some other repository)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        if Path(top).resolve() != root:
-            return None
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit + ("+changes" if changed else "")
+@functools.cache
+def commit_at_start() -> str:
+    """The commit of the code that runs (:func:`~benchmarks.provenance.source_commit`), read once, when a
+    script's ``main`` starts: it stops there, before any run, where no commit can be recorded, and a
+    checkout that moves on during a long benchmark does not change what its runs record."""
+    return source_commit()
 
 
 def write_results(
     path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
 ) -> None:
     """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
-    (``command_line``), the date, the commit (``git_commit``), ``machine``, the Python and torch versions and
-    ``extra`` meta entries."""
+    (``command_line``), the date, the commit (``commit_at_start``), ``machine``, the Python and torch
+    versions and ``extra`` meta entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": command_line(script, args),
         "date": time.strftime("%Y-%m-%d"),
-        "commit": git_commit(),
+        "commit": commit_at_start(),
         "machine": machine,
         "python": platform.python_version(),
         "torch": th.__version__,
@@ -128,9 +107,6 @@ class ThresholdTracker(BaseCallback):
 
 #: A benchmark job: (algorithm, env or game, seed, timesteps, evaluation episodes, ACER overrides).
 Job = tuple[str, str, int, int, int, dict[str, Any]]
-
-#: The code a run used: the commit checked out when the benchmark started (kept with each ``--run-dir`` run).
-COMMIT_AT_START = git_commit()
 
 
 def add_run_dir_options(parser: argparse.ArgumentParser, name: str) -> None:
@@ -186,7 +162,7 @@ def run_or_load(
         record = dict(
             job=wanted,
             finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            commit=COMMIT_AT_START,
+            commit=commit_at_start(),
             result=asdict(result),
         )
         path.parent.mkdir(parents=True, exist_ok=True)

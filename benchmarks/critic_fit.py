@@ -11,7 +11,7 @@ each visited state (an episode cut by the time limit counts as ended there). ``V
 
 Usage::
 
-    python benchmarks/critic_fit.py --out benchmarks/results/critic_fit.json
+    python -m benchmarks.critic_fit --out benchmarks/results/critic_fit.json
 
 It shows why the LunarLander preset's critic explains nothing for its first third: RMSProp moves each weight
 by about the learning rate per update whatever the gradient's size, so a Q head that starts at zero takes
@@ -36,9 +36,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import write_results
+from benchmarks.common import commit_at_start, write_results
 from sb3_acer import ACER
 from sb3_acer.functional import explained_variance
 from sb3_acer.presets import load_preset, wrapper_class
@@ -188,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     th.set_num_threads(1)
     results = []
     for config in args.configs:

@@ -16,7 +16,7 @@ seeded env), env steps per second.
 
 Usage::
 
-    python benchmarks/fallback_defaults.py --envs CartPole-v1 Acrobot-v1 LunarLander-v3 --seeds 30 31 32 \\
+    python -m benchmarks.fallback_defaults --envs CartPole-v1 Acrobot-v1 LunarLander-v3 --seeds 30 31 32 \\
         --out benchmarks/results/fallback_defaults.json
 """
 
@@ -41,9 +41,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import parse_overrides, write_results
+from benchmarks.common import commit_at_start, parse_overrides, write_results
 from sb3_acer import ACER
 from sb3_acer.cli.settings import DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, FALLBACK_HYPERPARAMETERS
 
@@ -175,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
     results = [
         run_one(config, env_id, seed, args.timesteps, overrides)

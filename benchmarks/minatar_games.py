@@ -21,7 +21,7 @@ the candidate MinAtar presets, in ``acer.yml``'s keys; ``--set key=value`` overr
 
 Usage::
 
-    python benchmarks/minatar_games.py --games Breakout SpaceInvaders --seeds 10 11 12 --timesteps 1000000 \\
+    python -m benchmarks.minatar_games --games Breakout SpaceInvaders --seeds 10 11 12 --timesteps 1000000 \\
         --run-dir benchmarks/results/minatar_1m_runs --out benchmarks/results/minatar_1m.json
 """
 
@@ -50,13 +50,12 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecEnv
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.common import (
     Job,
     add_jobs_option,
     add_overrides_option,
     add_run_dir_options,
+    commit_at_start,
     jobs_to_run,
     kept_runs,
     parse_overrides,
@@ -357,6 +356,7 @@ def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
     unknown = set(overrides) - set(ACER_DEFAULT) - set(inspect.signature(ACER).parameters)
     if unknown:

@@ -24,7 +24,7 @@ each, 1M steps, on the **-v3** tasks (mujoco-py), deterministic evaluation; quot
 The report seeds, 10-12, were fixed before any 1M-step run (the candidate settings were tried on seeds 0
 and 1). Usage::
 
-    python benchmarks/mujoco_v5.py --seeds 10 11 12 --timesteps 1000000 \\
+    python -m benchmarks.mujoco_v5 --seeds 10 11 12 --timesteps 1000000 \\
         --run-dir benchmarks/results/mujoco_1m_runs --out benchmarks/results/mujoco_1m.json
 """
 
@@ -47,13 +47,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.common import (
     Job,
     add_jobs_option,
     add_overrides_option,
     add_run_dir_options,
+    commit_at_start,
     jobs_to_run,
     kept_runs,
     parse_overrides,
@@ -334,6 +333,7 @@ def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
     unknown = set(overrides) - set(PRESET_KEYS) - set(inspect.signature(ACER).parameters)
     if unknown:

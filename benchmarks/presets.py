@@ -17,7 +17,7 @@ runs share the machine, so the timing benchmark is ``classic_control.py``, not t
 
 Usage::
 
-    python benchmarks/presets.py --envs MountainCar-v0 --seeds 0 1 2 --jobs 2 \\
+    python -m benchmarks.presets --envs MountainCar-v0 --seeds 0 1 2 --jobs 2 \\
         --out benchmarks/results/presets_mountaincar.json
 
 ``--set key=value`` overrides a preset entry (for tuning; results written with overrides say so).
@@ -44,9 +44,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, parse_overrides, write_results
+from benchmarks.common import ThresholdTracker, commit_at_start, parse_overrides, write_results
 from sb3_acer import ACER
 from sb3_acer.presets import (
     env_wrappers,
@@ -218,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     overrides = parse_overrides(args.set)
     jobs = [(env_id, seed, overrides, args.eval_episodes) for env_id in args.envs for seed in args.seeds]

@@ -17,8 +17,8 @@ All runs happen in one process, one after the other, with ``torch.set_num_thread
 
 Usage::
 
-    python benchmarks/recurrent_cartpole.py --seeds 0 1 2 --out benchmarks/results/recurrent_cartpole.json
-    python benchmarks/recurrent_cartpole.py --with-velocities --policies MlpPolicy \
+    python -m benchmarks.recurrent_cartpole --seeds 0 1 2 --out benchmarks/results/recurrent_cartpole.json
+    python -m benchmarks.recurrent_cartpole --with-velocities --policies MlpPolicy \
         --out benchmarks/results/recurrent_cartpole_control.json
 
 prints one JSON line per run, then a markdown table. The second command is the control: the same
@@ -45,9 +45,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, parse_overrides, write_results
+from benchmarks.common import ThresholdTracker, commit_at_start, parse_overrides, write_results
 from sb3_acer import ACER
 from sb3_acer.segment import Segment
 
@@ -223,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     overrides = parse_overrides(args.set)
     th.set_num_threads(args.threads)

@@ -7,9 +7,9 @@ equals what this script writes.
 
 Usage::
 
-    python benchmarks/report.py            # rewrite the tables in README.md and docs/**/*.md
-    python benchmarks/report.py --check    # exit 1 if a page differs from what would be written
-    python benchmarks/report.py --plots    # also draw docs/images/lunarlander.png (needs matplotlib)
+    python -m benchmarks.report            # rewrite the tables in README.md and docs/**/*.md
+    python -m benchmarks.report --check    # exit 1 if a page differs from what would be written
+    python -m benchmarks.report --plots    # also draw docs/images/lunarlander.png (needs matplotlib)
 """
 
 from __future__ import annotations
@@ -594,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_mujoco(ROOT / "docs" / "images")
     if args.check and stale:
         print(
-            f"stale tables in: {', '.join(map(str, stale))} (run python benchmarks/report.py)",
+            f"stale tables in: {', '.join(map(str, stale))} (run python -m benchmarks.report)",
             file=sys.stderr,
         )
         return 1

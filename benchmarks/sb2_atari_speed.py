@@ -18,8 +18,8 @@ process's resident memory is recorded before and after ``learn``: run long enoug
 
 Usage::
 
-    sb2/bin/python benchmarks/sb2_atari_speed.py --library sb2 --out sb2.json
-    python benchmarks/sb2_atari_speed.py --library sb3-acer --sampler ale-vector --out sb3acer.json
+    sb2/bin/python -m benchmarks.sb2_atari_speed --library sb2 --out sb2.json
+    python -m benchmarks.sb2_atari_speed --library sb3-acer --sampler ale-vector --out sb3acer.json
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import argparse
 import json
 import os
 import platform
-import shlex
 import sys
 import time
 import warnings
+
+from benchmarks.provenance import command_line, source_commit
 
 
 def build_model(library: str, env_id: str, n_envs: int, seed: int, sampler: str):
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    commit = source_commit()  # stops here, before the run, where no commit can be recorded
     env, model = build_model(args.library, args.env, args.n_envs, args.seed, args.sampler)
     before = resident_mb()
     start = time.perf_counter()
@@ -109,8 +111,9 @@ def main(argv: list[str] | None = None) -> dict:
         # The learner process only: SB2's games run in subprocesses, sb3-acer's in this process (threads).
         "resident_mb_before_learn": before,
         "resident_mb_after_learn": after,
-        "command": " ".join(shlex.quote(a) for a in ["python", "benchmarks/sb2_atari_speed.py", *argv]),
+        "command": command_line("sb2_atari_speed", argv),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "commit": commit,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "python": platform.python_version(),
         **versions(args.library),

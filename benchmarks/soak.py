@@ -10,7 +10,7 @@ first sample after full).
 
 Usage::
 
-    python benchmarks/soak.py --timesteps 1000000 --out soak.json
+    python -m benchmarks.soak --timesteps 1000000 --out soak.json
 
 prints one JSON line per sample while running, then the summary as JSON and as a Markdown table; the exit
 status is 1 if the growth exceeds the limit.
@@ -32,10 +32,8 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import sb3_acer
-from benchmarks.common import command_line, git_commit
+from benchmarks.common import command_line, commit_at_start
 from sb3_acer import ACER
 
 MB = 1024 * 1024
@@ -140,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     th.set_num_threads(1)
     env = make_vec_env("CartPole-v1", n_envs=args.n_envs, seed=args.seed)
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     result = dict(
         command=command_line("soak.py", argv if argv is not None else sys.argv[1:]),
         date=time.strftime("%Y-%m-%d"),
-        commit=git_commit(),
+        commit=commit_at_start(),
         timesteps=model.num_timesteps,
         n_envs=args.n_envs,
         seconds=round(seconds, 1),

@@ -28,7 +28,7 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)")
 def test_tables_equal_what_the_records_give(page: pathlib.Path) -> None:
     text = page.read_text()
     assert report.render(text) == text, (
-        f"{page.relative_to(ROOT)} has tables that differ from the records: run python benchmarks/report.py"
+        f"{page.relative_to(ROOT)} has tables that differ from the records: run python -m benchmarks.report"
     )
 
 
