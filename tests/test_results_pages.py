@@ -6,6 +6,7 @@ The site itself (``mkdocs build --strict``) is built by ``make test``; here only
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 
@@ -95,3 +96,21 @@ def test_every_page_is_in_the_site_navigation() -> None:
     in_nav = set(files(config["nav"]))
     pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert pages == in_nav
+
+
+def test_every_record_names_its_commit() -> None:
+    """Each record of ``benchmarks/results`` (not ``anchors.json``, the published figures) names the commit
+    its runs were made from: in its ``meta``, at its top, or in each kept run."""
+    from benchmarks.provenance import COMMIT_FORMAT
+
+    records = sorted(report.RESULTS.rglob("*.json"))
+    assert len(records) > 200
+    missing = []
+    for path in records:
+        if path.name == "anchors.json":
+            continue
+        record = json.loads(path.read_text())
+        commit = record.get("meta", record).get("commit")
+        if not (isinstance(commit, str) and COMMIT_FORMAT.match(commit)):
+            missing.append(f"{path.relative_to(ROOT)}: {commit!r}")
+    assert not missing, "records without their commit:\n" + "\n".join(missing)
