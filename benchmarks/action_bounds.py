@@ -9,7 +9,7 @@ the mean ``|action|``, and the mean length and return of the last 100 training e
 
     python -m benchmarks.action_bounds --env Ant-v5 --seed 0 --timesteps 200000 \\
         --set 'policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.3)"' \\
-        --out benchmarks/results/action_bounds_ant_sigma03.json
+        --out benchmarks/results/tuning/action_bounds_ant_sigma03.json
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ each visited state (an episode cut by the time limit counts as ended there). ``V
 
 Usage::
 
-    python -m benchmarks.critic_fit --out benchmarks/results/critic_fit.json
+    python -m benchmarks.critic_fit --out benchmarks/results/tuning/critic_fit.json
 
 It shows why the LunarLander preset's critic explains nothing for its first third: RMSProp moves each weight
 by about the learning rate per update whatever the gradient's size, so a Q head that starts at zero takes

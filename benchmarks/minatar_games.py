@@ -102,7 +102,7 @@ ACER_DEFAULT: dict[str, Any] = dict(
     ent_coef=0.01,
 )
 # Freeway and Seaquest, where ACER's training return trailed PPO's at 1M steps with these settings, were tuned
-# further on seed 0 at 1M steps (benchmarks/results/minatar_tuning_1m_seed0/): their rewards are sparse,
+# further on seed 0 at 1M steps (results/tuning/minatar_tuning_1m_seed0/): their rewards are sparse,
 # and the entropy bonus of 0.01 outweighed the policy gradient for a long time. A smaller one starts the
 # learning sooner: Freeway 28.4 (ent_coef 0.01), 32.4 (0.001), 35.8 (0.003); Seaquest 1.3 (0.01), 2.2 (0.001).
 ACER_PRESETS: dict[str, dict[str, Any]] = {game: dict(ACER_DEFAULT) for game in MINATAR_GAMES}

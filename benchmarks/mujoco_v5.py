@@ -157,7 +157,7 @@ ACER_DEFAULT: dict[str, Any] = dict(
     ent_coef=0.01,
 )
 # HalfCheetah-v5 and Ant-v5: the paper's fixed sigma 0.3 without the entropy bonus (its entropy is constant),
-# chosen on seeds 0-1 at 300k steps (benchmarks/results/mujoco_tuning_300k/): greedy evaluations of 3880 and
+# chosen on seeds 0-1 at 300k steps (results/tuning/mujoco_tuning_300k/): greedy evaluations of 3880 and
 # 972 (Ant standing still) against 936 and -6 with the learned log-std and its entropy bonus. On Walker2d-v5
 # the fixed sigma did worse (558 against 1501).
 LARGE_NETWORK = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]))"
@@ -166,25 +166,25 @@ FIXED_SIGMA = dict(
     policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.3)",
     ent_coef=0.0,
 )
-# Ant-v5: sigma 0.1 (seeds 0-1, 300k steps, benchmarks/results/mujoco_tuning_300k/): a final training return
+# Ant-v5: sigma 0.1 (seeds 0-1, 300k steps, results/tuning/mujoco_tuning_300k/): a final training return
 # of 915 and an evaluation of 961, against 245 and 972 with sigma 0.3, whose training return falls as it
 # trains (its episodes shorten, 700 to 390 steps in 180k, while the mean stays inside the bounds);
 # normalised rewards made it worse (37 and 167).
 SMALL_SIGMA = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.1)"
 # HalfCheetah-v5: the paper's MuJoCo settings for the trust region's average policy (alpha 0.995) and the
-# truncation (c 5), tried at 1M steps on seeds 0-1 (benchmarks/results/mujoco_tuning_1m/): greedy evaluations
+# truncation (c 5), tried at 1M steps on seeds 0-1 (results/tuning/mujoco_tuning_1m/): greedy evaluations
 # of 6478 and 7214 and final training returns of 5536 and 6233, against 5535 and 3101 (seed 0) without them.
 # A replay memory of 50000 steps per env did worse (4467 and 4006). On seeds 2-3 runs stayed near half of
 # PPO's return with these settings and the previous ones alike: about half the runs find the fast gait.
 PAPER_MUJOCO = dict(alpha=0.995, correction_term=5.0)
 # HalfCheetah-v5 and Walker2d-v5: 8 envs and replay ratio 8 (each step replayed about twice as often, in
 # batches twice as large, for about as many updates), chosen on seeds 0-3 at 1M steps
-# (benchmarks/results/mujoco_tuning_1m/). On the report seeds neither did better than with 4 envs (those runs
-# are in mujoco_1m_hc_env4/ and mujoco_1m_walker_env4/); CHANGELOG has the numbers.
+# (results/tuning/mujoco_tuning_1m/). On the report seeds neither did better than with 4 envs (those runs
+# are in tuning/mujoco_1m_hc_env4/ and tuning/mujoco_1m_walker_env4/); docs/tuning.md has the numbers.
 MORE_ENVS = dict(n_envs=8, replay_ratio=8)
 # HalfCheetah-v5: the zoo's PPO layers (ReLU, no orthogonal initialisation) with the fixed sigma, chosen on
-# seeds 0-4 at 1M steps (benchmarks/results/mujoco_tuning_1m/hc_relu_env8/). Its tanh runs on the report
-# seeds are in mujoco_1m_hc_tanh_env8/; CHANGELOG has the numbers.
+# seeds 0-4 at 1M steps (results/tuning/mujoco_tuning_1m/hc_relu_env8/). Its tanh runs on the report
+# seeds are in tuning/mujoco_1m_hc_tanh_env8/; docs/tuning.md has the numbers.
 RELU_SIGMA = (
     "dict(net_arch=dict(pi=[256,256],qf=[256,256]),fixed_std=0.3,activation_fn=nn.ReLU,ortho_init=False)"
 )

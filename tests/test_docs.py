@@ -28,7 +28,7 @@ from importlib import metadata
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP_MARKER = "# doctest: skip-run"
 #: A fenced block: optional indentation (blocks inside lists), ``` and the info string, the body, ```.
 FENCE = re.compile(

@@ -114,3 +114,34 @@ def test_every_record_names_its_commit() -> None:
         if not (isinstance(commit, str) and COMMIT_FORMAT.match(commit)):
             missing.append(f"{path.relative_to(ROOT)}: {commit!r}")
     assert not missing, "records without their commit:\n" + "\n".join(missing)
+
+
+def index_rows() -> dict[str, str]:
+    """The entries of ``benchmarks/results/README.md``'s tables and their kind (``tuning`` under tuning/)."""
+    rows = {}
+    for line in (report.RESULTS / "README.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("| `"):
+            continue
+        kind = cells[1] if len(cells) == 3 else "tuning"
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            rows[name.rstrip("/")] = kind
+    return rows
+
+
+def test_the_results_index_lists_every_record_and_what_reads_it() -> None:
+    rows = index_rows()
+    entries = {p.name for p in report.RESULTS.iterdir() if p.name not in ("README.md", "tuning")}
+    entries |= {f"tuning/{p.name}" for p in (report.RESULTS / "tuning").iterdir()}
+    assert set(rows) == entries, "benchmarks/results/README.md and the folder differ"
+    assert {name for name, kind in rows.items() if name.startswith("tuning/")} == {
+        name for name, kind in rows.items() if kind == "tuning"
+    }
+    source = pathlib.Path(report.__file__).read_text()
+    reported = {name for name, kind in rows.items() if kind == "reported"}
+    assert {name for name in reported if f'"{name}"' not in source} == set(), (
+        "reported, yet report.py reads it not"
+    )
+    assert {name for name in entries if name.endswith(".json") and f'"{name}"' in source} <= reported, (
+        "report.py reads a record the index does not call reported"
+    )
