@@ -48,7 +48,7 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from benchmarks.common import command_line, commit_at_start
+from benchmarks.common import command_line, commit_at_start, script_parser
 from sb3_acer import ACER
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
@@ -338,9 +338,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--env", default="BreakoutNoFrameskip-v4")
     parser.add_argument("--n-envs", type=int, default=16)
     parser.add_argument("--raw-frames", type=int, default=20_000, help="frames for the raw emulator")

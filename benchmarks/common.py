@@ -1,5 +1,6 @@
-"""Shared pieces of the benchmark scripts: threshold tracking over training episodes, the JSON record of a
-run (its results with the command, date and machine that produced them), and runs kept one by one
+"""Shared pieces of the benchmark scripts: their command-line options, the Markdown tables they print (and
+``report.py`` writes into the docs), threshold tracking over training episodes, the JSON record of a run
+(its results with the command, date, machine and commit that produced them), and runs kept one by one
 (``--run-dir``) so that a long benchmark goes on where it stopped."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ import ast
 import functools
 import json
 import multiprocessing
+import os
 import platform
+import statistics
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,45 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks.provenance import command_line, source_commit
+
+
+def script_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A script's parser, with its module docstring (``doc``) as the help text, laid out as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_out_option(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--out PATH``: where the script writes its JSON record."""
+    parser.add_argument(
+        "--out", type=Path, default=None, required=required, help="write all results as JSON here"
+    )
+
+
+def check_overrides(overrides: dict[str, Any], known: Iterable[str]) -> None:
+    """Stop, before any run, on a ``--set`` key that names no setting in ``known``."""
+    unknown = set(overrides) - set(known)
+    if unknown:
+        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+
+
+def machine_description(threads: int, jobs: int | None = None) -> str:
+    """The ``machine`` of a record: architecture, processor, cores, torch threads (and parallel jobs)."""
+    described = f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores"
+    described += f", torch threads {threads}"
+    return described if jobs is None else f"{described}, {jobs} parallel job(s)"
+
+
+def mean_std(values: Sequence[float], digits: int = 1) -> str:
+    """``mean ± std`` over seeds (the population std, as every record was summarised)."""
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A Markdown table; ``align`` holds one ``l`` or ``r`` per column (left by default)."""
+    align = align or "l" * len(header)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
+    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:

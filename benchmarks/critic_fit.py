@@ -21,8 +21,6 @@ thousands of updates to reach returns of -100; normalised rewards are within its
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +34,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from benchmarks.common import commit_at_start, write_results
+from benchmarks.common import commit_at_start, machine_description, script_parser, write_results
 from sb3_acer import ACER
 from sb3_acer.functional import explained_variance
 from sb3_acer.presets import load_preset, wrapper_class
@@ -172,9 +170,7 @@ def run(
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--every", type=int, default=25_000)
@@ -196,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="critic_fit.py",
             args=sys.argv[1:] if argv is None else argv,
-            machine=f"{platform.machine()}, {multiprocessing.cpu_count()} cores, torch threads 1",
+            machine=machine_description(threads=1),
             results=results,
         )
 

@@ -43,7 +43,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-from benchmarks.common import ThresholdTracker, command_line, commit_at_start
+from benchmarks.common import ThresholdTracker, command_line, commit_at_start, script_parser
 from sb3_acer import ACER, CnnPolicy
 from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory
 from sb3_acer.cli.environments import make_env, resolve_env
@@ -243,9 +243,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="*", default=list(THRESHOLDS), choices=list(THRESHOLDS))
     parser.add_argument("--steps", type=int, default=10**7, help="at most this many steps (and the preset's)")
     parser.add_argument("--seconds", type=float, default=600.0, help="at most this long, each run")

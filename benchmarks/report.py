@@ -21,8 +21,11 @@ import pathlib
 import re
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
+
+from benchmarks.common import markdown_table as table
+from benchmarks.common import mean_std as pm
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -44,22 +47,9 @@ def load(name: str) -> Any:
     return json.loads((RESULTS / name).read_text())
 
 
-def pm(values: Sequence[float], digits: int = 1) -> str:
-    """``mean ± std`` over seeds (the population std, as every record was summarised)."""
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
-
-
 def steps(n: float) -> str:
     """A step count as ``40k`` or ``1M``."""
     return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k"
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
-    """A Markdown table; ``align`` holds one ``l`` or ``r`` per column (left by default)."""
-    align = align or "l" * len(header)
-    rule = ["---:" if a == "r" else "---" for a in align]
-    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
-    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
 
 
 def by_env(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

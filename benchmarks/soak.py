@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -33,7 +32,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 import sb3_acer
-from benchmarks.common import command_line, commit_at_start
+from benchmarks.common import command_line, commit_at_start, machine_description, script_parser
 from sb3_acer import ACER
 
 MB = 1024 * 1024
@@ -124,9 +123,7 @@ def markdown(samples: list[dict[str, Any]], summary: dict[str, Any], rows: int =
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps (default 1000000)")
     parser.add_argument("--n-envs", type=int, default=4, help="CartPole-v1 envs (default 4)")
     parser.add_argument("--sample-every", type=int, default=10_000, help="env steps between samples")
@@ -163,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             sb3_acer=sb3_acer.__version__,
             torch=th.__version__,
             python=platform.python_version(),
-            machine=f"{platform.machine()}, {os.cpu_count()} cores, torch threads {th.get_num_threads()}",
+            machine=machine_description(threads=th.get_num_threads()),
         ),
         summary=summary,
         samples=sampler.samples,

@@ -214,6 +214,16 @@ def test_presets_benchmark_overrides_parse_values() -> None:
         parse_overrides(["learning_rate"])
 
 
+def test_the_benchmarks_share_one_table_and_one_settings_check() -> None:
+    from benchmarks.common import check_overrides, markdown_table, mean_std
+
+    assert markdown_table(["a", "b"], [[1, 2.5]], "lr") == "| a | b |\n| --- | ---: |\n| 1 | 2.5 |\n"
+    assert mean_std([1.0, 3.0]) == "2.0 ± 1.0" and mean_std([2.0], digits=2) == "2.00 ± 0.00"
+    check_overrides({"learning_rate": 1.0}, ["learning_rate"])
+    with pytest.raises(SystemExit, match=r"--set: unknown ACER settings \['lerning_rate'\]"):
+        check_overrides({"lerning_rate": 1.0}, ["learning_rate"])
+
+
 def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A recorded command pastes back into a shell as the same arguments (e.g. a dict passed to --set)."""
     from benchmarks.common import write_results
