@@ -14,7 +14,7 @@ Usage::
 
     python -m benchmarks.classic_control --seeds 0 1 2 --out benchmarks/results/classic_control.json
 
-``docs/benchmarks.md`` gives the commands of its tables and the result files they wrote.
+``docs/results.md`` gives the commands of its tables and the records they wrote.
 """
 
 from __future__ import annotations

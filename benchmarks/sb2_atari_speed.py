@@ -1,7 +1,7 @@
 """Atari training speed, SB2's ACER against sb3-acer, each with its own ``run_atari`` set-up, on one machine.
 
 The same script runs under both libraries' environments (``--library sb2`` under SB2's Python 3.7
-environment, see docs/benchmarks.md "SB2's own ACER, run here"; ``--library sb3-acer`` under this
+environment, see docs/results.md "Against SB2's own ACER"; ``--library sb3-acer`` under this
 package's), so both sides are timed by the same code:
 
 * SB2 (``stable_baselines/acer/run_atari.py``): ``make_atari_env`` (``SubprocVecEnv`` of ``--n-envs`` games

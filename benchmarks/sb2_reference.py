@@ -7,7 +7,7 @@ standard deviation over seeds of each seed's 100-episode evaluation), the same e
 separately seeded env, sampled and greedy actions), the same training-curve summary.
 
 It runs under its own Python 3.7 environment with TensorFlow 1.15 and stable-baselines 2.10.2, not under this
-package's virtualenv; docs/benchmarks.md ("SB2 itself, over seeds") gives the set-up commands. The training
+package's virtualenv; docs/results.md ("Against SB2's own ACER") gives the set-up commands. The training
 set-up follows the zoo's ``train.py`` of 2018: ``DummyVecEnv`` of ``n_envs`` envs, env ``rank`` seeded with
 ``seed + rank`` and wrapped in ``Monitor``, the model built from ``hyperparams/acer.yml`` with everything else
 left at SB2's defaults. Time limits end episodes as terminal states, as SB2 did.
