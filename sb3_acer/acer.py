@@ -30,6 +30,7 @@ from sb3_acer.action_spaces import (
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.observation_checks import check_observation
+from sb3_acer.observations import observation_layout
 from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
@@ -53,7 +54,8 @@ from sb3_acer.policies.sdn_recurrent import (
     SDNMlpLstmPolicy,
     SDNMultiInputLstmPolicy,
 )
-from sb3_acer.replay import ReplayBuffer, make_replay_buffer
+from sb3_acer.replay import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
+from sb3_acer.replay.base import check_memory
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
@@ -333,6 +335,13 @@ class ACER(SegmentAlgorithm):
         )
 
     def _make_replay_buffer(self) -> None:
+        if self.env is not None:  # the segment learn collects, refused if it can never fit in memory
+            shape, dtype = observation_layout(self.observation_space)
+            n_actions = replay_action_settings(self.policy, self.action_space)["n_actions"]
+            check_memory(
+                SegmentReplayBuffer.estimate_nbytes(1, self.n_steps, self.n_envs, shape, dtype, n_actions),
+                f"n_steps={self.n_steps} x n_envs={self.n_envs} (one segment)",
+            )
         if self.replay_ratio <= 0 or self.env is None:
             self.replay_buffer = None
             return
@@ -631,7 +640,9 @@ class ACER(SegmentAlgorithm):
                 must match.
             device: device to load onto.
             custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
-                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``).
+                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``); a class among
+                the values (``{"features_extractor_class": MyExtractor}``) resolves the path the file names
+                it by, which a class outside sb3-acer's table needs (no module is imported on load).
             print_system_info: print the versions the file was saved with.
             force_reset: accepted for SB3 compatibility; the environment's state is not saved, so the
                 first ``learn`` after loading always resets it.

@@ -7,11 +7,13 @@ the key of a Dict observation and the step) before the data reaches a network or
 What ``predict`` / ``action_probability`` accept, by observation space:
 
 - every space but ``Dict``: an array (or nested list / scalar) of numbers of shape ``space.shape`` or
-  ``(n, *shape)``; strings, objects, complex numbers, dicts and tuples are refused;
+  ``(n, *shape)`` with ``n`` at least 1 (SB3's ``predict`` fails inside torch on an empty batch); strings,
+  objects, complex numbers, dicts and tuples are refused;
 - ``Dict``: a dict with exactly the space's keys, each value what its subspace accepts, all single
   observations or all batches of the same ``n``;
-- ``Box`` with a float dtype: finite values (NaN and +-inf are refused); values outside ``[low, high]`` are
-  accepted, because ``VecNormalize`` and many envs produce them while keeping the declared bounds;
+- ``Box`` with a float dtype: values finite in float32, which the networks compute in (NaN, +-inf and values
+  beyond +-3.4e38, such as 1e308, are refused); values outside ``[low, high]`` are accepted, because
+  ``VecNormalize`` and many envs produce them while keeping the declared bounds;
 - ``Box`` with an integer dtype (images): values within ``[low, high]``;
 - ``Discrete(n)``: integers in ``[0, n)`` (a float such as ``2.0`` is refused: SB3 would truncate ``2.7``);
 - ``MultiDiscrete(nvec)``: integers in ``[0, nvec)`` element-wise;
@@ -70,11 +72,20 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dic
             f"observation shape {array.shape} matches neither the observation space {shape} "
             f"nor a batch of it (n, *{shape})"
         )
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        index = _first_bad(~np.isfinite(np.atleast_1d(array)))
+    if array.shape != shape and array.shape[0] == 0:
         raise ValueError(
-            f"observation holds a non-finite value at index {index}: {np.atleast_1d(array)[index]}"
+            f"observation is an empty batch, of shape {array.shape}: give at least one observation"
         )
+    # The networks take float32: 1e308 becomes inf there.
+    if array.dtype.kind == "f" and not (np.abs(array) <= np.finfo(np.float32).max).all():
+        index = _first_bad(~(np.abs(np.atleast_1d(array)) <= np.finfo(np.float32).max))
+        value = np.atleast_1d(array)[index]
+        if np.isfinite(value):
+            raise ValueError(
+                f"observation holds a value float32 cannot hold at index {index}: {value} (the networks "
+                "compute in float32, where it is inf)"
+            )
+        raise ValueError(f"observation holds a non-finite value at index {index}: {value}")
     if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
         if array.dtype.kind not in "iu":
             raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")

@@ -28,8 +28,8 @@ class MinAtarCNN(BaseFeaturesExtractor):
         PPO("CnnPolicy", env, policy_kwargs=dict(features_extractor_class=MinAtarCNN, net_arch=[]))
         DQN("CnnPolicy", env, policy_kwargs=dict(features_extractor_class=MinAtarCNN, net_arch=[]))
 
-    A model saved with it names this class in its file; import ``sb3_acer.torch_layers`` before loading
-    it (a model file never imports modules itself).
+    A model saved with it names this class in its file, which loads as it is: the class is in the table a
+    model file's classes resolve through (:mod:`sb3_acer.serialization.class_table`).
 
     Args:
         observation_space: a ``Box`` of channel-first images ``[C, H, W]`` with ``H`` and ``W`` at least

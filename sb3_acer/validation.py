@@ -26,12 +26,14 @@ from sb3_acer.envs.mujoco import require_mujoco
 from sb3_acer.schedules import LR_SCHEDULES
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_NUM_PROCS",
     "OPTIMIZER_KEYS",
     "UnsupportedSpaceError",
     "UnsupportedSpaceTypeError",
     "as_tensor",
     "check_actions",
+    "check_count",
     "check_dict_space",
     "check_finite",
     "check_hyperparameters",
@@ -46,6 +48,7 @@ __all__ = [
     "check_spaces",
     "features_extractor_of",
     "keyword_check",
+    "optimizer_problem",
     "supported_env",
 ]
 
@@ -53,6 +56,13 @@ __all__ = [
 OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
 #: Most torch threads ``num_procs`` may ask for (``torch.set_num_threads(10**6)`` kills the process).
 MAX_NUM_PROCS = 1024
+#: Largest step or update count a model keeps (an int64, as NumPy and the logger hold it).
+MAX_COUNT = 2**63 - 1
+#: torch optimizers that cannot train ACER's networks whatever their settings, by name, and why.
+_UNUSABLE_OPTIMIZERS = {
+    "SparseAdam": "it takes only sparse gradients, and ACER's networks have dense ones",
+    "Muon": "it takes only 2-D parameters, and ACER's networks have biases",
+}
 
 
 class UnsupportedSpaceError(ValueError):
@@ -68,7 +78,14 @@ class UnsupportedSpaceTypeError(UnsupportedSpaceError, NotImplementedError):
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+    # An integer too large for a float (10**400) is no setting: every one is used as a float.
+    if not isinstance(value, int | float | np.integer | np.floating) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _is_integer(value: Any) -> bool:
@@ -123,8 +140,8 @@ _VALUE_RULES: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ),
     (
         "stats_window_size",
-        lambda p: _is_integer(p["stats_window_size"]) and p["stats_window_size"] > 0,
-        _must("must be a positive integer"),
+        lambda p: _is_integer(p["stats_window_size"]) and 0 < p["stats_window_size"] <= MAX_COUNT,
+        _must("must be a positive integer at most 2**63 - 1"),
     ),
     ("rprop_alpha", lambda p: 0.0 < p["rprop_alpha"] <= 1.0, _must("must be in (0, 1]")),
     ("rprop_epsilon", lambda p: p["rprop_epsilon"] > 0, _must("must be positive")),
@@ -199,6 +216,14 @@ def check_hyperparameters(params: dict[str, Any]) -> None:
             th.device(device)
         except (RuntimeError, TypeError, ValueError) as error:
             raise ValueError(f"device {device!r} is not a torch device: {error}") from None
+
+
+def check_count(value: Any, name: str, minimum: int = 0) -> int:
+    """``value`` if it is an integer (not a bool) in ``[minimum, MAX_COUNT]``; ``ValueError`` naming
+    ``name`` otherwise."""
+    if not _is_integer(value) or not minimum <= value <= MAX_COUNT:
+        raise ValueError(f"{name} must be an integer in [{minimum}, 2**63 - 1], got {value!r}")
+    return int(value)
 
 
 def check_seed(seed: Any, name: str = "seed") -> None:
@@ -302,6 +327,11 @@ def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
             "policy_kwargs: optimizer_class must be a torch.optim.Optimizer subclass, "
             f"got {optimizer_class!r}"
         )
+    problem = optimizer_problem(optimizer_class)
+    if problem is not None:
+        raise ValueError(
+            f"policy_kwargs: optimizer_class {optimizer_class.__name__} cannot train ACER: {problem}"
+        )
     if optimizer_kwargs is None:
         return
     if not isinstance(optimizer_kwargs, dict):
@@ -319,6 +349,22 @@ def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
             f"policy_kwargs: unknown optimizer_kwargs {sorted(unknown)} for {optimizer_class.__name__}; "
             f"accepted: {sorted(accepted)}"
         )
+
+
+def optimizer_problem(optimizer_class: type[th.optim.Optimizer]) -> str | None:
+    """Why ``optimizer_class`` cannot train ACER's networks (``None`` if it can): its ``step`` needs a
+    closure (``LBFGS``: ACER steps once per update, with the gradients already computed), or it is one of
+    torch's optimizers that refuse dense gradients or one-dimensional parameters."""
+    closure = inspect.signature(optimizer_class.step).parameters.get("closure")
+    if closure is not None and closure.default is inspect.Parameter.empty:
+        return (
+            "its step needs a closure that evaluates the loss again, and ACER steps on gradients it computed"
+        )
+    for name, problem in _UNUSABLE_OPTIMIZERS.items():
+        unusable = getattr(th.optim, name, None)  # Muon is in torch 2.9 and later
+        if unusable is not None and issubclass(optimizer_class, unusable):
+            return problem
+    return None
 
 
 # ---------------------------------------------------------------------- spaces

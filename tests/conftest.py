@@ -1,8 +1,10 @@
-"""Shared test set-up: one torch thread, RNG state restored around every test, and the small ACER settings."""
+"""Shared test set-up: one torch thread, RNG state restored around every test, the small ACER settings, and a
+closed port on 127.0.0.1."""
 
 from __future__ import annotations
 
 import random
+import socket
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -43,3 +45,12 @@ def small_settings() -> Mapping[str, Any]:
     ``ACER("MlpPolicy", env, **{**small_settings, "buffer_size": 60})``.
     """
     return MappingProxyType(dict(n_steps=5, buffer_size=50, replay_start=10, seed=0))
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (it was free a moment ago): an address where nothing
+    answers, without leaving this machine."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -163,6 +163,36 @@ def test_predict_wrong_observation_shape_raises(cartpole_model: ACER, shape: tup
         cartpole_model.action_probability(np.zeros(shape, dtype=np.float32))
 
 
+@pytest.mark.parametrize(
+    ("observation", "message"),
+    [
+        # SB3's predict fails inside torch on both ("cannot reshape tensor of 0 elements", "invalid values")
+        (
+            np.zeros((0, 4), dtype=np.float32),
+            r"^observation is an empty batch, of shape \(0, 4\): give at least one",
+        ),
+        (
+            np.full(4, 1e308),
+            r"^observation holds a value float32 cannot hold at index \(0,\): 1e\+308 \(the networks "
+            r"compute in float32, where it is inf\)$",
+        ),
+        (
+            np.array([[0.0, 0.0, -4e38, 0.0]]),
+            r"^observation holds a value float32 cannot hold at index \(0, 2\)",
+        ),
+        (np.array([0.0, 0.0, np.inf, 0.0]), r"^observation holds a non-finite value at index \(2,\): inf$"),
+    ],
+)
+def test_predict_refuses_an_empty_batch_and_values_float32_cannot_hold(
+    cartpole_model: ACER, observation: np.ndarray, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        cartpole_model.predict(observation)
+    with pytest.raises(ValueError, match=message):
+        cartpole_model.action_probability(observation)
+    assert cartpole_model.predict(np.full(4, 1e30))[0] in (0, 1)  # a large float64 that float32 holds
+
+
 def test_action_probability_shapes_and_logp(cartpole_model: ACER) -> None:
     obs = np.array([0.01, -0.02, 0.03, 0.04], dtype=np.float32)
     probs = cartpole_model.action_probability(obs)

@@ -1,6 +1,8 @@
 """Actor-learner training on Ray (sb3_acer.distributed), on one local Ray cluster shared by the module:
-training with actors, the logged keys, the lag bound, save/load, and the faults (an actor killed, the learner
-killed and restarted from its checkpoint, an env that raises); and the one-line message without Ray."""
+training with actors, the logged keys, the lag bound, save/load, and the faults (an actor killed, also while
+it starts, an env that hangs, the learner killed and restarted from its checkpoint, an env that raises); a
+local cluster that a killed learner started (its own), an address where nothing answers; and the one-line
+message without Ray."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import psutil
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -25,6 +28,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_acer import ACER
 from sb3_acer.distributed import ActorEnvError, RayActors, RayNotInstalledError, require_ray
+from sb3_acer.distributed.actors import actor_seed
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SETTINGS: dict[str, Any] = dict(n_steps=5, buffer_size=500, replay_start=20, seed=0)
@@ -143,6 +147,143 @@ def test_killed_actor_is_restarted(ray_cluster: Any) -> None:
     assert settings.stats["actors/lost_segments"] >= 1
     # Nothing stored before the kill was lost: the memory went on filling (its capacity is 100 segments).
     assert killer.replay_at_kill is not None and len(model.replay_buffer) > killer.replay_at_kill  # type: ignore[arg-type]
+
+
+def dies_on_its_first_start(n_envs: int, seed: int | None) -> Any:
+    """CartPole, but the first process of actor 0 kills itself (kill -9) while it makes its envs."""
+    if seed == actor_seed(SETTINGS["seed"], 0, 0):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed)
+
+
+def test_actor_killed_while_it_starts_is_replaced(ray_cluster: Any) -> None:
+    model = cartpole_model()
+    settings = RayActors(dies_on_its_first_start, n_actors=2, num_cpus_per_actor=0.5)
+    model.learn(200, actors=settings)
+    assert model.num_timesteps >= 200
+    assert settings.stats["actors/restarts"] == 1
+    assert settings.stats["actors/lost_segments"] == 0  # it had not been asked for a segment yet
+    assert settings.handles == []
+
+
+class SeedInInfo(gym.Wrapper):
+    """Puts the seed of its actor in every step's info; with ``hang_at``, sleeps for an hour in that step
+    after writing its process id to ``pid_file``."""
+
+    def __init__(self, env: gym.Env, seed: int, hang_at: int | None = None, pid_file: str = "") -> None:
+        super().__init__(env)
+        self.seed, self.hang_at, self.pid_file, self.steps = seed, hang_at, pid_file, 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.steps == self.hang_at:
+            pathlib.Path(self.pid_file).write_text(str(os.getpid()))
+            time.sleep(3600)
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, {**info, "seed": self.seed}
+
+
+class HangingCartPole:
+    """CartPole whose envs hang in their 12th step (the third segment) in the first process of actor 0."""
+
+    __name__ = "HangingCartPole"
+
+    def __init__(self, pid_file: pathlib.Path) -> None:
+        self.pid_file = str(pid_file)
+
+    def __call__(self, n_envs: int, seed: int | None) -> Any:
+        assert seed is not None
+        hang_at = 12 if seed == actor_seed(SETTINGS["seed"], 0, 0) else None
+        kwargs = dict(seed=seed, hang_at=hang_at, pid_file=self.pid_file)
+        return make_vec_env("CartPole-v1", n_envs, seed=seed, wrapper_class=SeedInInfo, wrapper_kwargs=kwargs)
+
+
+class UntilSeedSeen(BaseCallback):
+    """Stops training at the first step whose info holds ``seed``."""
+
+    def __init__(self, seed: int | None) -> None:
+        super().__init__()
+        self.seed = seed
+
+    def _on_step(self) -> bool:
+        return all(info.get("seed") != self.seed for info in self.locals["infos"])
+
+
+def gone_within(processes: list[psutil.Process], seconds: float) -> list[psutil.Process]:
+    """Waits up to ``seconds`` for ``processes`` to end (zombies count as ended); returns those left."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for process in processes:
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(process)
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+def command(process: psutil.Process) -> str:
+    """The process's command line (as far as it can still be read)."""
+    try:
+        return " ".join(process.cmdline()).strip()
+    except psutil.Error:
+        return f"process {process.pid}, ended"
+
+
+@pytest.mark.timeout(300)
+def test_hung_env_is_reported_naming_actor_and_env_then_replaced(
+    ray_cluster: Any, tmp_path: pathlib.Path
+) -> None:
+    pid_file = tmp_path / "hung.pid"
+    model = cartpole_model()
+    settings = RayActors(HangingCartPole(pid_file), n_actors=2, num_cpus_per_actor=0.5, actor_timeout=2)
+    replacement = actor_seed(SETTINGS["seed"], 0, 1)  # actor 0 in its second process
+    with pytest.warns(RuntimeWarning) as warned:
+        model.learn(10**6, actors=settings, callback=UntilSeedSeen(replacement))  # until it sends a step
+    assert [str(warning.message) for warning in warned if warning.category is RuntimeWarning] == [
+        "actor 0 (env HangingCartPole) did not answer within 2 s (actor_timeout); is its env hung? It is "
+        "stopped and replaced"
+    ]
+    assert settings.stats["actors/restarts"] == 1 and settings.stats["actors/lost_segments"] == 1
+    assert model.num_timesteps < 10**6  # the replacement sent steps
+    try:
+        hung = [psutil.Process(int(pid_file.read_text()))]
+    except psutil.NoSuchProcess:
+        hung = []  # ended already
+    assert gone_within(hung, 30) == []  # the hung actor's process is killed
+
+
+@pytest.mark.parametrize("form", ["host:port", "ray://host:port", "RAY_ADDRESS"])
+def test_an_address_where_nothing_answers_is_refused_before_ray_starts(
+    form: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = pytest.importorskip("ray")
+    port = closed_port
+    calls: list[Any] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a process where Ray is not started
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: calls.append(args))
+    address: str | None = {
+        "host:port": f"127.0.0.1:{port}",
+        "ray://host:port": f"ray://127.0.0.1:{port}",
+    }.get(form)
+    if address is None:
+        monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    named, advice = (
+        (address, "leave out the address")
+        if address
+        else (f"RAY_ADDRESS=127.0.0.1:{port}", "unset RAY_ADDRESS")
+    )
+    model = cartpole_model()
+    with pytest.raises(ConnectionError) as error:
+        model.learn(100, actors=RayActors("CartPole-v1", address=address))
+    assert str(error.value) == (
+        f"no Ray cluster answers at {named} (connection refused); start one there with `ray start --head`, "
+        f"or {advice} to start a local one"
+    )
+    assert calls == [] and model.num_timesteps == 0  # ray.init never ran, nothing was trained
 
 
 class FailingEnv(gym.Env):
@@ -286,6 +427,74 @@ def test_learner_restarted_from_checkpoint_reconnects(ray_cluster: Any, tmp_path
     assert settings.stats["actors/segments"] >= 20
 
 
+OWN_CLUSTER_LEARNER = """
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from sb3_acer import ACER
+from sb3_acer.distributed import RayActors
+
+class Announce(BaseCallback):
+    def _on_step(self):
+        return True
+    def _on_rollout_end(self):
+        if self.n_calls == 20:
+            print("training", flush=True)
+
+if __name__ == "__main__":
+    model = ACER("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=5, buffer_size=500,
+                 replay_start=20, seed=0)
+    # No address: learn starts a local cluster of its own.
+    actors = RayActors("CartPole-v1", n_actors=1, ray_init_kwargs=dict(num_cpus=1, log_to_driver=False))
+    model.learn(10**7, actors=actors, callback=Announce())
+"""
+
+
+def watchdogs_of(learner: int) -> list[psutil.Process]:
+    """The watchdogs of the local cluster that process ``learner`` started (not its children)."""
+    found = []
+    for process in psutil.process_iter():
+        arguments = command(process).split()
+        if len(arguments) > 4 and arguments[2].endswith("watchdog.py") and arguments[3] == str(learner):
+            found.append(process)
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_killed_learner_leaves_no_process_of_the_cluster_it_started(tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "learner.py"
+    script.write_text(textwrap.dedent(OWN_CLUSTER_LEARNER))
+    environment = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    learner = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**environment, "OMP_NUM_THREADS": "1"},
+    )
+    cluster: list[psutil.Process] = []
+    left: list[str] = []
+    try:
+        assert learner.stdout is not None
+        assert learner.stdout.readline() == "training\n"
+        cluster = psutil.Process(learner.pid).children(recursive=True) + watchdogs_of(learner.pid)
+        commands = " ".join(command(process) for process in cluster)
+        # The agents the raylet starts are what outlived a killed learner before the watchdog.
+        for name in ("gcs_server", "raylet", "ray::DashboardAgent", "ray::RuntimeEnvAgent", "watchdog.py"):
+            assert name in commands, name
+        learner.send_signal(signal.SIGKILL)
+        learner.wait(30)
+        left = [command(process) for process in gone_within(cluster, 60)]
+    finally:
+        if learner.poll() is None:
+            learner.kill()
+            learner.wait(30)
+        assert learner.stdout is not None
+        learner.stdout.close()
+        for process in gone_within(cluster, 0):  # whatever the test leaves, it does not leave it running
+            process.kill()
+    assert left == []
+
+
 def test_settings_that_do_not_fit_the_model() -> None:
     model = cartpole_model()
     with pytest.raises(ValueError, match="envs_per_actor=4 but the model has n_envs=2"):
@@ -295,6 +504,16 @@ def test_settings_that_do_not_fit_the_model() -> None:
         RayActors("CartPole-v1").env_factory(normalized)
     with pytest.raises(ValueError, match="n_actors must be a positive integer"):
         RayActors("CartPole-v1", n_actors=0)
+    for name, value in (("actor_timeout", 0), ("start_timeout", float("inf")), ("actor_timeout", True)):
+        with pytest.raises(ValueError, match=f"^RayActors: {name} must be a positive number of seconds, got"):
+            RayActors("CartPole-v1", **{name: value})
+    for address in ("headnode", "headnode:", "ray://headnode", "headnode:70000"):
+        with pytest.raises(ValueError) as error:
+            RayActors("CartPole-v1", address=address)
+        assert str(error.value) == (
+            f"RayActors: Ray address {address!r} is not HOST:PORT or ray://HOST:PORT (or auto, to find a "
+            "running cluster)"
+        )
     assert RayActors().env_factory(model).name == "CartPole-v1"
 
 

@@ -76,6 +76,35 @@ def test_actor_options_need_actors(capsys: pytest.CaptureFixture[str], tmp_path:
     assert not (tmp_path / "CartPole-v1_0").exists()
 
 
+def test_a_ray_address_where_nothing_answers_is_one_line(
+    closed_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+) -> None:
+    ray = pytest.importorskip("ray")
+    calls: list[Any] = []
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: calls.append(args))
+    address = f"127.0.0.1:{closed_port}"
+    code, _, err = train(capsys, tmp_path, "--actors", "1", "--ray-address", address)
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        f"--ray-address: no Ray cluster answers at {address} (connection refused); start one there with "
+        "`ray start --head`, or leave out the address to start a local one",
+    )
+    code, _, err = train(capsys, tmp_path, "--actors", "1", "--ray-address", "headnode")
+    assert_one_line_error(
+        code, err, 2, "--ray-address: Ray address 'headnode' is not HOST:PORT or ray://HOST:PORT"
+    )
+    monkeypatch.setenv("RAY_ADDRESS", address)  # what ray.init joins without --ray-address
+    code, _, err = train(capsys, tmp_path, "--actors", "1")
+    assert_one_line_error(code, err, 1, f"--actors: no Ray cluster answers at RAY_ADDRESS={address}")
+    assert "unset RAY_ADDRESS to start a local one" in err
+    assert calls == [] and not (tmp_path / "CartPole-v1_0").exists()  # nothing started, nothing made
+
+
 def test_actors_without_ray(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:

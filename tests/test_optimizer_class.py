@@ -1,4 +1,5 @@
-"""``policy_kwargs`` may name another optimizer than SB2's RMSProp, as in SB3; it is saved and restored."""
+"""``policy_kwargs`` may name another optimizer than SB2's RMSProp, as in SB3; it is saved and restored, and
+every optimizer a model file may name trains ACER."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+import pytest
 import torch as th
 
 from sb3_acer import ACER
 from sb3_acer.optim import FastRMSpropTFLike
+from sb3_acer.serialization.class_table import CLASS_TABLE
 
 ADAM = {"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"betas": (0.8, 0.99), "eps": 1e-6}}
 
@@ -79,3 +82,25 @@ def test_optimizer_kwargs_may_be_none() -> None:
         "MlpPolicy", "CartPole-v1", policy_kwargs={"optimizer_class": th.optim.SGD, "optimizer_kwargs": None}
     )
     assert type(model.optimizer) is th.optim.SGD
+
+
+@pytest.mark.parametrize(
+    "optimizer_class",
+    sorted(
+        {cls for cls in CLASS_TABLE.values() if issubclass(cls, th.optim.Optimizer)}, key=lambda c: c.__name__
+    ),
+    ids=lambda cls: cls.__name__,
+)
+def test_every_optimizer_a_model_file_may_name_trains_acer(
+    optimizer_class: type[th.optim.Optimizer], small_settings: Mapping[str, Any]
+) -> None:
+    model = ACER(
+        "MlpPolicy",
+        "CartPole-v1",
+        policy_kwargs={"optimizer_class": optimizer_class, "net_arch": [8]},
+        **{**small_settings, "replay_ratio": 0, "lr_schedule": "constant"},
+    )
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(model.n_steps)
+    assert (model._n_updates, model.n_skipped_updates) == (1, 0)
+    assert any(not th.equal(p, b) for p, b in zip(model.policy.parameters(), before, strict=True))

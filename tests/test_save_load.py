@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import importlib.util
 import io
 import json
 import os
@@ -9,6 +11,7 @@ import pathlib
 import pickle
 import re
 import stat
+import sys
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -19,11 +22,13 @@ import pytest
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
-from stable_baselines3.common.torch_layers import FlattenExtractor
+from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
+import sb3_acer
 from sb3_acer import ACER, MlpPolicy
+from sb3_acer.serialization.class_table import CLASS_TABLE
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -34,6 +39,7 @@ from sb3_acer.serialization.model_file import (
     space_to_json,
     write_model_file,
 )
+from sb3_acer.torch_layers import MinAtarCNN
 
 OBS_BATCH = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
 
@@ -361,8 +367,11 @@ def test_custom_policy_class_round_trip(tmp_path: pathlib.Path) -> None:
     model = ACER(CustomPolicy, "CartPole-v1", n_steps=5, replay_ratio=0)
     model.save(tmp_path / "custom.zip")
     with zipfile.ZipFile(tmp_path / "custom.zip") as archive:
-        assert json.loads(archive.read("data"))["policy_class"].endswith(":CustomPolicy")
-    loaded = ACER.load(tmp_path / "custom.zip")
+        assert json.loads(archive.read("data"))["policy_class"] == f"{__name__}:CustomPolicy"
+    # Imported (this module) is not enough: the file resolves a class of the caller's only when passed.
+    with pytest.raises(ModelFileError, match=r"custom_objects=\{'policy_class': CustomPolicy\}"):
+        ACER.load(tmp_path / "custom.zip")
+    loaded = ACER.load(tmp_path / "custom.zip", custom_objects={"policy_class": CustomPolicy})
     assert type(loaded.policy) is CustomPolicy
     np.testing.assert_array_equal(loaded.action_probability(OBS_BATCH), model.action_probability(OBS_BATCH))
 
@@ -524,39 +533,84 @@ def test_plain_pickle_in_tensor_entry_is_not_executed(
     assert not (tmp_path / "pwned").exists()
 
 
+@pytest.mark.parametrize("package", [th, sb3_acer])
 def test_model_file_never_imports_a_module(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, package: Any
 ) -> None:
+    """A module inside torch's or sb3-acer's package that exits the process on import (past every
+    ``except Exception``): a file naming it raises ModelFileError, and the module is never imported."""
     _, path = trained
-    module_dir = tmp_path / "modules"
-    module_dir.mkdir()
     marker = tmp_path / "imported"
-    (module_dir / "acer_evil_module.py").write_text(
-        f"open({str(marker)!r}, 'w').close()\nimport torch\nclass Policy(torch.nn.Module):\n    pass\n"
+    (tmp_path / "acer_exits_on_import.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nimport sys\nimport torch\n"
+        "class Policy(torch.nn.Module):\n    pass\nsys.exit(3)\n"
     )
-    monkeypatch.syspath_prepend(str(module_dir))
-    edit_data(path, tmp_path / "policy.zip", policy_class="acer_evil_module:Policy")
-    with pytest.raises(ModelFileError, match="which is not imported"):
-        ACER.load(tmp_path / "policy.zip")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    module = f"{package.__name__}.acer_exits_on_import"
+    assert importlib.util.find_spec(module) is not None  # importable: only the table keeps it out
+    edit_data(path, tmp_path / "policy.zip", policy_class=f"{module}:Policy")
     edit_data(
-        path,
-        tmp_path / "kwargs.zip",
-        policy_kwargs={"activation_fn": {"__class__": "acer_evil_module:Policy"}},
+        path, tmp_path / "kwargs.zip", policy_kwargs={"activation_fn": {"__class__": f"{module}:Policy"}}
     )
-    with pytest.raises(ModelFileError, match="which is not imported"):
+    imported = set(sys.modules)
+    with pytest.raises(ModelFileError, match=rf"policy\.zip: policy_class names the class '{module}:Policy'"):
+        ACER.load(tmp_path / "policy.zip")
+    with pytest.raises(ModelFileError, match=r"kwargs\.zip: policy_kwargs\.activation_fn names the class"):
         ACER.load(tmp_path / "kwargs.zip")
     assert not marker.exists()
+    assert set(sys.modules) == imported
 
 
-def test_model_file_refuses_classes_that_are_not_modules(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+@pytest.mark.parametrize("name", ["os:system", "builtins:dict", "pathlib:Path", "collections:OrderedDict"])
+def test_model_file_refuses_classes_that_are_not_in_the_table(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, name: str
 ) -> None:
+    """A path outside the table is refused, even passed in custom_objects unless it is a torch module or
+    optimizer class (a file naming any other class is not called with its kwargs)."""
+    qualname = name.partition(":")[2]
+    message = (
+        f"policy_kwargs.activation_fn names the class {name!r}, which is none of sb3-acer's policies and "
+        "extractors, Stable-Baselines3's extractors, or torch's activations and optimizers; a model file "
+        "never imports a module (that would run its code): pass the class, ACER.load(path, "
+        f"custom_objects={{'activation_fn': {qualname}}}), or the whole policy_kwargs, "
+        "custom_objects={'policy_kwargs': ...}"
+    )
+    with pytest.raises(ModelFileError, match=f"^{re.escape(message)}$"):
+        decode_json_value({"__class__": name}, "policy_kwargs.activation_fn")
     _, path = trained
-    edit_data(path, tmp_path / "os.zip", policy_kwargs={"activation_fn": {"__class__": "os:system"}})
-    with pytest.raises(
-        ModelFileError, match=r"neither a torch\.nn\.Module nor a torch\.optim\.Optimizer subclass"
-    ):
-        ACER.load(tmp_path / "os.zip")
+    edit_data(path, tmp_path / "class.zip", policy_kwargs={"activation_fn": {"__class__": name}})
+    in_file = f"{tmp_path / 'class.zip'}: {message}"
+    with pytest.raises(ModelFileError, match=f"^{re.escape(in_file)}$"):
+        ACER.load(tmp_path / "class.zip")
+    with pytest.raises(ModelFileError, match=re.escape(message)):
+        ACER.load(tmp_path / "class.zip", custom_objects={"activation_fn": collections.OrderedDict})
+    assert decode_json_value({"__class__": "torch.nn.modules.activation:ReLU"}) is nn.ReLU
+
+
+def test_the_class_table_holds_every_path_a_model_file_names_its_classes_by(tmp_path: pathlib.Path) -> None:
+    for cls in CLASS_TABLE.values():  # the path a file written today names
+        assert CLASS_TABLE[f"{cls.__module__}:{cls.__qualname__}"] is cls
+    for name in ACER.policy_aliases.values():  # sb3-acer 0.1's module, and today's public path
+        assert CLASS_TABLE[f"sb3_acer.policies:{name.__name__}"] is name
+    assert CLASS_TABLE["sb3_acer.policies.feed_forward:MlpPolicy"] is MlpPolicy
+    assert CLASS_TABLE["sb3_acer.torch_layers:MinAtarCNN"] is MinAtarCNN
+    assert CLASS_TABLE["stable_baselines3.common.torch_layers:NatureCNN"] is NatureCNN
+    assert CLASS_TABLE["torch.nn.modules.activation:Tanh"] is nn.Tanh
+    assert CLASS_TABLE["torch.optim:Adam"] is CLASS_TABLE["torch.optim.adam:Adam"] is th.optim.Adam
+    assert not {th.optim.LBFGS, th.optim.SparseAdam, th.optim.Optimizer} & set(CLASS_TABLE.values())
+    # A class of the caller's resolves the path of its module and qualname when passed in custom_objects.
+    model = ACER(
+        "MlpPolicy", "CartPole-v1", n_steps=5, replay_ratio=0, policy_kwargs=dict(activation_fn=MyTanh)
+    )
+    model.save(tmp_path / "mine.zip")
+    with pytest.raises(ModelFileError, match=r"custom_objects=\{'activation_fn': MyTanh\}"):
+        ACER.load(tmp_path / "mine.zip")
+    loaded = ACER.load(tmp_path / "mine.zip", custom_objects={"activation_fn": MyTanh})
+    assert loaded.policy_kwargs["activation_fn"] is MyTanh
+
+
+class MyTanh(nn.Tanh):
+    """A user's activation class."""
 
 
 # ---------------------------------------------------------------------------------------------- parameters
@@ -666,8 +720,34 @@ def test_a_callable_learning_rate_is_saved_as_a_rate_the_file_loads_with(tmp_pat
 SHORT_KEY_STATE = {"bit_generator": "MT19937", "state": {"key": [1, 2, 3], "pos": 0}}
 
 
+#: The text of an integer of 5000 digits, past Python's limit for reading one (4300 digits).
+DIGITS_5000 = "9" * 5000
+
+
 def _tamper(data: dict[str, Any], change: str) -> None:
-    if change == "replay generator with a short key":
+    counter = {
+        "num_timesteps of 1.5": ("num_timesteps", 1.5),
+        "num_timesteps of -5": ("num_timesteps", -5),
+        "num_timesteps of true": ("num_timesteps", True),
+        "n_updates that is text": ("n_updates", "3"),
+        "total_timesteps of 2**63": ("total_timesteps", 2**63),
+        "progress_remaining of 2": ("progress_remaining", 2.0),
+        "progress_remaining of NaN": ("progress_remaining", float("nan")),
+    }
+    if change in counter:
+        key, value = counter[change]
+        data[key] = value
+    elif change == "5000-digit integer":
+        data["n_skipped_updates"] = "DIGITS_5000"  # written as a number by write_data's caller
+    elif change == "unknown features_extractor_kwargs key":
+        data["policy_kwargs"]["features_extractor_kwargs"] = {"warp": 9}
+    elif change == "gamma of 10**400":
+        data["hyperparameters"]["gamma"] = 10**400
+    elif change == "stats_window_size of 10**30":
+        data["hyperparameters"]["stats_window_size"] = 10**30
+    elif change == "LBFGS as the optimizer":
+        data["policy_kwargs"]["optimizer_class"] = {"__class__": "torch.optim.lbfgs:LBFGS"}
+    elif change == "replay generator with a short key":
         data["rng_states"]["replay"] = SHORT_KEY_STATE
     elif change == "numpy state with a short key":
         data["rng_states"]["numpy"]["key"] = [1, 2, 3]
@@ -711,6 +791,42 @@ def _tamper(data: dict[str, Any], change: str) -> None:
         ("policy class that is not a name", "the model data's policy_class must be a name, not 5"),
         ("num_procs of a million", "the saved settings are invalid: num_procs must be .* at most 1024"),
         ("action space too large to build", "the policy cannot be built from the saved settings: .*allocate"),
+        (
+            "num_timesteps of 1.5",
+            r"invalid counter: num_timesteps must be an integer in \[0, 2\*\*63 - 1\], got 1.5$",
+        ),
+        ("num_timesteps of -5", r"invalid counter: num_timesteps must be an integer in .*, got -5$"),
+        ("num_timesteps of true", r"invalid counter: num_timesteps must be an integer in .*, got True$"),
+        ("n_updates that is text", r"invalid counter: n_updates must be an integer in .*, got '3'$"),
+        (
+            "total_timesteps of 2**63",
+            r"invalid counter: total_timesteps must be .*, got 9223372036854775808$",
+        ),
+        (
+            "progress_remaining of 2",
+            r"invalid counter: progress_remaining must be a number in \[0, 1\], got 2.0$",
+        ),
+        (
+            "progress_remaining of NaN",
+            r"invalid counter: progress_remaining must be a number in .*, got nan$",
+        ),
+        ("5000-digit integer", r"bad\.zip: data is corrupt: Exceeds the limit \(4300 digits\)"),
+        (
+            "unknown features_extractor_kwargs key",
+            r"bad\.zip: the model cannot be built from the saved settings: .*keyword argument 'warp'",
+        ),
+        (
+            "gamma of 10**400",
+            r"bad\.zip: the saved settings are invalid: gamma must be a finite number, got 1000",
+        ),
+        (
+            "stats_window_size of 10**30",
+            r"bad\.zip: the saved settings are invalid: stats_window_size must be .* at most 2\*\*63 - 1",
+        ),
+        (
+            "LBFGS as the optimizer",
+            r"policy_kwargs\.optimizer_class names the class 'torch\.optim\.lbfgs:LBFGS', which is none of",
+        ),
     ],
 )
 def test_every_tampered_model_file_raises_model_file_error(
@@ -719,9 +835,32 @@ def test_every_tampered_model_file_raises_model_file_error(
     _, path = trained
     data = read_data(path)
     _tamper(data, change)
-    write_data(path, tmp_path / "bad.zip", data)
+    text = json.dumps(data).replace('"DIGITS_5000"', DIGITS_5000)
+    rewrite_entry(path, tmp_path / "bad.zip", "data", text.encode())
     with pytest.raises(ModelFileError, match=message):
         ACER.load(tmp_path / "bad.zip")
+
+
+def test_a_saved_buffer_size_no_machine_holds_is_the_files_error_and_a_given_one_the_callers(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    _, path = trained
+    edit_data(
+        path,
+        tmp_path / "huge.zip",
+        hyperparameters={**read_data(path)["hyperparameters"], "buffer_size": 10**20},
+    )
+    assert ACER.load(tmp_path / "huge.zip").buffer_size == 10**20  # no env: no replay memory is made
+    message = (
+        r"huge\.zip: the model cannot be built from the saved settings: buffer_size=100000000000000000000 "
+    )
+    with pytest.raises(ModelFileError, match=message + r"\(the replay memory\) needs [0-9,]+ bytes"):
+        ACER.load(tmp_path / "huge.zip", env=gym.make("CartPole-v1"))
+    with pytest.raises(
+        ValueError, match=r"^buffer_size=100000000000000000000 \(the replay memory\)"
+    ) as raised:
+        ACER.load(path, env=gym.make("CartPole-v1"), buffer_size=10**20)
+    assert not isinstance(raised.value, ModelFileError)
 
 
 def test_tensors_that_do_not_fit_raise_model_file_error(
@@ -975,25 +1114,6 @@ def test_a_new_model_file_gets_the_umasks_permissions_and_a_replaced_one_keeps_i
     finally:
         os.umask(previous_umask)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["group_readable.zip", "shared.zip"]
-
-
-@pytest.mark.parametrize("name", ["builtins:dict", "pathlib:Path", "collections:OrderedDict"])
-def test_model_file_refuses_classes_that_are_neither_modules_nor_optimizers(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, name: str
-) -> None:
-    """A class is not enough: only torch.nn.Module and torch.optim.Optimizer subclasses are resolved (a
-    file naming any other class, even a harmless one, is refused rather than called with its kwargs)."""
-    message = (
-        f"model file names {name!r}, which is neither a torch.nn.Module nor a torch.optim.Optimizer "
-        "subclass; refusing it"
-    )
-    with pytest.raises(ModelFileError, match=f"^{re.escape(message)}$"):
-        decode_json_value({"__class__": name})
-    _, path = trained
-    edit_data(path, tmp_path / "class.zip", policy_kwargs={"activation_fn": {"__class__": name}})
-    with pytest.raises(ModelFileError, match=re.escape(message)):
-        ACER.load(tmp_path / "class.zip")
-    assert decode_json_value({"__class__": "torch.nn.modules.activation:ReLU"}) is nn.ReLU
 
 
 @pytest.mark.parametrize("version", ["1", 1.0, None, [1], True, 0])

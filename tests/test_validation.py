@@ -4,6 +4,7 @@ of ``load`` and ``learn``."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import random
 import re
@@ -18,6 +19,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
 from sb3_acer import ACER
+from sb3_acer.replay import SegmentReplayBuffer
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "
@@ -114,6 +116,26 @@ BAD_HYPERPARAMETERS: list[tuple[Any, dict[str, Any], str]] = [
         dict(tensorboard_log=3),
         "tensorboard_log must be a folder path (str or os.PathLike) or None, got 3",
     ),
+    # numbers too large for a float, and memory no machine has (the message ends with this machine's)
+    ("MlpPolicy", dict(gamma=10**400), f"gamma must be a finite number, got {10**400}"),
+    ("MlpPolicy", dict(delta=10**400), f"delta must be a number, got {10**400}"),
+    (
+        "MlpPolicy",
+        dict(stats_window_size=10**30),
+        f"stats_window_size must be a positive integer at most 2**63 - 1, got {10**30}",
+    ),
+    (
+        "MlpPolicy",
+        dict(buffer_size=10**20),
+        "buffer_size=100000000000000000000 (the replay memory) needs 3,985,000,000,000,000,000,000 bytes "
+        "(3.98e+12 GB), more than this machine's memory (...",
+    ),
+    (
+        "MlpPolicy",
+        dict(n_steps=10**12, replay_ratio=0),
+        "n_steps=1000000000000 x n_envs=1 (one segment) needs 39,000,000,000,017 bytes (3.9e+04 GB), more "
+        "than this machine's memory (...",
+    ),
     # the policy
     ("LstmPolicy", {}, f"unknown policy 'LstmPolicy'; choose one of {POLICY_NAMES} or a class"),
     (
@@ -203,6 +225,18 @@ BAD_HYPERPARAMETERS: list[tuple[Any, dict[str, Any], str]] = [
     ),
     (
         "MlpPolicy",
+        dict(policy_kwargs={"optimizer_class": th.optim.LBFGS}),
+        "policy_kwargs: optimizer_class LBFGS cannot train ACER: its step needs a closure that evaluates the "
+        "loss again, and ACER steps on gradients it computed",
+    ),
+    (
+        "MlpPolicy",
+        dict(policy_kwargs={"optimizer_class": th.optim.SparseAdam}),
+        "policy_kwargs: optimizer_class SparseAdam cannot train ACER: it takes only sparse gradients, and "
+        "ACER's networks have dense ones",
+    ),
+    (
+        "MlpPolicy",
         dict(policy_kwargs={"optimizer_class": "Adam"}),
         "policy_kwargs: optimizer_class must be a torch.optim.Optimizer subclass, got 'Adam'",
     ),
@@ -281,6 +315,17 @@ def test_boundary_hyperparameters_are_accepted() -> None:
     assert ACER("MlpPolicy", "CartPole-v1", rprop_alpha=1.0).rprop_alpha == 1.0  # rprop_alpha is in (0, 1]
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=20, buffer_size=1, replay_ratio=0)
     assert model.replay_buffer is None
+
+
+def test_a_replay_memory_larger_than_the_machine_is_refused_before_it_is_allocated() -> None:
+    # Twice the machine's memory: NumPy would allocate it lazily, and the process be killed once it filled up.
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    one_segment = SegmentReplayBuffer.estimate_nbytes(1, 5, 1, (4,), np.dtype(np.float32), 2)
+    buffer_size = 5 * (2 * total // one_segment + 1)
+    with pytest.raises(
+        ValueError, match=rf"^buffer_size={buffer_size} \(the replay memory\) needs [0-9,]+ bytes"
+    ):
+        ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=buffer_size)
 
 
 def test_verbose_true_and_a_path_tensorboard_log_are_accepted(tmp_path: pathlib.Path) -> None:

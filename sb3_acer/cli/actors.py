@@ -14,8 +14,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.cli.arguments import positive_int
 from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env
-from sb3_acer.cli.errors import UsageError, check_optional
+from sb3_acer.cli.errors import CLIError, UsageError, check_optional
 from sb3_acer.distributed import RAY_INSTALL, RayActors
+from sb3_acer.distributed.ray_support import check_reachable
 from sb3_acer.envs.atari import make_atari_vec_env
 from sb3_acer.presets import WrapperSpec
 
@@ -51,16 +52,20 @@ def add_actor_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup)
         "--ray-address",
         metavar="ADDR",
         help="with --actors: join the Ray cluster at ADDR (e.g. auto, or the head's host:6379; see "
-        "`ray start --head`); default: start a local one on this machine",
+        "`ray start --head`; refused within seconds if nothing answers there); default: start a local one "
+        "on this machine",
     )
 
 
 def check_actor_options(args: argparse.Namespace, normalize: bool = False) -> None:
-    """Refuse the actor options without ``--actors``, with normalisation, or without Ray installed.
+    """Refuse the actor options without ``--actors``, with normalisation, without Ray installed, or with a
+    cluster address where nothing answers (within seconds: Ray would wait minutes).
 
     Raises:
-        UsageError: an option that needs ``--actors``, or ``--actors`` with ``normalize``.
-        CLIError: Ray is not installed (one line with the install command).
+        UsageError: an option that needs ``--actors``, ``--actors`` with ``normalize``, or a
+            ``--ray-address`` that is not ``HOST:PORT`` or where nothing answers.
+        CLIError: Ray is not installed (one line with the install command), or nothing answers at the
+            ``RAY_ADDRESS`` environment variable's address.
     """
     if args.actors is None:
         for option, value in (("--envs-per-actor", args.envs_per_actor), ("--ray-address", args.ray_address)):
@@ -72,6 +77,12 @@ def check_actor_options(args: argparse.Namespace, normalize: bool = False) -> No
     if getattr(args, "vec_env", "dummy") != "dummy":
         raise UsageError("--actors: each actor steps its envs in its own process; leave out --vec-env")
     check_optional("ray", "--actors", RAY_INSTALL)
+    try:
+        check_reachable(args.ray_address)
+    except (ValueError, ConnectionError) as error:
+        if args.ray_address is None:
+            raise CLIError(f"--actors: {error}") from None
+        raise UsageError(f"--ray-address: {error}") from None
 
 
 class TrainEnvFactory:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,13 @@ import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from sb3_acer.distributed.ray_support import require_ray
+from sb3_acer.distributed.ray_support import (
+    RAY_INSTALL,
+    RayNotInstalledError,
+    check_reachable,
+    cluster_address,
+    require_ray,
+)
 
 if TYPE_CHECKING:
     from sb3_acer.base import SegmentAlgorithm
@@ -88,8 +95,12 @@ class RayActors:
     whole segments to the learner (this process), which stores them in the replay memory and runs the
     same updates as the synchronous loop (one on-policy update per received segment, then
     ``Poisson(replay_ratio)`` replayed ones), and broadcasts its weights every ``broadcast_interval``
-    updates. An actor that dies is replaced; an env that raises stops training with
-    :class:`~sb3_acer.distributed.actors.ActorEnvError`. See the "Distributed training" guide.
+    updates. An actor that dies (also while it starts) is replaced; one that sends nothing within
+    ``actor_timeout`` seconds (a hung env) is reported with a ``RuntimeWarning`` naming it and its env,
+    stopped and replaced; an env that raises stops training with
+    :class:`~sb3_acer.distributed.actors.ActorEnvError`. A local cluster started here is watched by a small
+    process that stops what is left of it if this process is killed. See the "Distributed training"
+    guide.
 
     Args:
         env: how the actors make their envs: an env id, an ``EnvSpec`` or a picklable callable
@@ -99,7 +110,8 @@ class RayActors:
         envs_per_actor: envs per actor; ``None``: the model's ``n_envs``, which it must equal (the replay
             memory is laid out per env: build the model with that many envs).
         address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); ``None``
-            starts a local one (when Ray is not started yet in this process).
+            starts a local one (when Ray is not started yet in this process). A ``host:port`` where nothing
+            accepts a connection within seconds is refused with ``ConnectionError`` naming it.
         max_policy_lag: a segment collected with weights more than this many updates old is dropped
             (counted in ``actors/stale_segments``) and its actor given the newest weights.
         broadcast_interval: on-policy updates between two weight broadcasts (one ``ray.put`` each).
@@ -110,6 +122,11 @@ class RayActors:
         monitor_file: write every episode the actors finish to this SB3 ``Monitor`` CSV file (for
             ``sb3-acer plot`` and SB3's ``load_results``); ``None``: none.
         ray_init_kwargs: more keyword arguments of ``ray.init`` (e.g. ``num_cpus``).
+        actor_timeout: seconds an actor may take to send a segment once asked before it is taken for hung
+            (an env that does not answer): reported with a ``RuntimeWarning`` naming the actor and the env,
+            stopped and replaced (a restart, counted against ``max_restarts``).
+        start_timeout: seconds a new actor may take to start and make its envs (process start-up, imports,
+            env creation), before it is taken for hung in the same way.
     """
 
     env: str | gym.envs.registration.EnvSpec | Callable[..., VecEnv] | None = None
@@ -124,6 +141,8 @@ class RayActors:
     env_kwargs: dict[str, Any] | None = None
     monitor_file: str | None = None
     ray_init_kwargs: dict[str, Any] = field(default_factory=dict)
+    actor_timeout: float = 120.0
+    start_timeout: float = 300.0
     #: The last ``learn`` call's counters (``actors/...`` as logged), filled while it runs.
     stats: dict[str, float] = field(default_factory=dict, init=False, repr=False, compare=False)
     #: The live actors' Ray handles while ``learn`` runs (for monitoring and fault tests); empty after.
@@ -146,6 +165,17 @@ class RayActors:
             )
         if not self.num_cpus_per_actor >= 0:
             raise ValueError(f"RayActors: num_cpus_per_actor must be >= 0, got {self.num_cpus_per_actor!r}")
+        for name in ("actor_timeout", "start_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise ValueError(f"RayActors: {name} must be a positive number of seconds, got {value!r}")
+        if self.address is not None and not isinstance(self.address, str):
+            raise ValueError(f"RayActors: address must be a string or None, got {self.address!r}")
+        if self.address not in (None, "auto"):
+            try:
+                cluster_address(self.address)
+            except ValueError as error:
+                raise ValueError(f"RayActors: {error}") from None
 
     def env_factory(self, model: SegmentAlgorithm) -> EnvFactory:
         """The factory the actors make their envs with, checked against ``model``.
@@ -175,12 +205,36 @@ class RayActors:
 
     def init_ray(self) -> bool:
         """Start Ray (a local cluster with no ``address``) or join the cluster at ``address``, unless Ray is
-        started in this process already; returns whether this call started it."""
+        started in this process already; returns whether this call started it. A local cluster started
+        here gets a watchdog (:mod:`sb3_acer.distributed.watchdog`) that stops it if this process dies.
+
+        Raises:
+            ConnectionError: nothing answers at ``address`` (or ``RAY_ADDRESS``) within seconds.
+            RayNotInstalledError: Ray, or psutil (which the watchdog needs), is not installed.
+        """
         ray = require_ray()
         if ray.is_initialized():
             return False
+        check_reachable(self.address)
         # A local cluster without the dashboard (it starts more processes); a cluster joined keeps its own.
         kwargs: dict[str, Any] = {} if self.address else {"include_dashboard": False}
         kwargs.update(self.ray_init_kwargs)
+        if self.address not in (None, "local"):  # joins a cluster: someone else's to stop
+            ray.init(address=self.address, **kwargs)
+            return True
+        try:
+            from sb3_acer.distributed import watchdog
+        except ImportError as error:
+            raise RayNotInstalledError(
+                f"training with actors needs psutil, which is not installed: {RAY_INSTALL}"
+            ) from error
+        before = watchdog.child_pids()
         ray.init(address=self.address, **kwargs)
+        started = watchdog.child_pids() - before  # a local cluster's processes (none: Ray joined one)
+        if started:
+            try:
+                watchdog.start_watchdog(sorted(started))
+            except BaseException:
+                ray.shutdown()
+                raise
         return True

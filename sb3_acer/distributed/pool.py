@@ -2,10 +2,12 @@
 weights (one ``ray.put`` per broadcast), and replacing an actor that died.
 
 Each actor has at most one request in flight, so no more than ``n_actors`` segments wait for the learner.
-An actor that dies (its process killed, its machine gone) fails its request with Ray's ``RayActorError``:
-the pool counts the segment as lost, starts a new actor in its place (with a new seed, from the latest
-weights) and asks it for the next segment; the learner and its replay memory carry on. An env that raises
-fails the request with :class:`~sb3_acer.distributed.actors.ActorEnvError`, which stops training.
+An actor that dies (its process killed, its machine gone), while it starts or later, fails its request
+with Ray's ``RayActorError``: the pool counts the segment as lost, starts a new actor in its place (with a
+new seed, from the latest weights) and asks it again; the learner and its replay memory carry on. An
+actor that does not answer within ``actor_timeout`` seconds (an env that hangs) is reported with a
+``RuntimeWarning`` naming it and its env, killed and replaced the same way. An env that raises fails the
+request with :class:`~sb3_acer.distributed.actors.ActorEnvError`, which stops training.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,10 +71,14 @@ class ActorPool:
         self.handles: list[Any] = []
         self.generations = [0] * settings.n_actors
         self.pending: dict[Any, int] = {}  # request -> actor index
+        # request -> when its actor is taken for hung (time.monotonic) and the bound's name
+        self.deadlines: dict[Any, tuple[float, str]] = {}
+        self.fresh: set[int] = set()  # actors that have not answered yet (they start, then make their envs)
         self.weights_ref: Any = None
         self.version = 0
         self.restarts = 0
         self.lost_segments = 0
+        self.collecting = False  # after start: a request lost is a segment lost
 
     def _new_actor(self, index: int) -> Any:
         model, settings = self.model, self.settings
@@ -87,12 +95,14 @@ class ActorPool:
         )
 
     def start(self) -> None:
-        """Start every actor, make its envs and check their spaces against the model's.
+        """Start every actor, make its envs and check their spaces against the model's; an actor that dies
+        or hangs meanwhile is replaced.
 
         Raises:
             ActorEnvError: an actor's envs could not be made or reset.
             ValueError: the cluster has fewer CPUs than the actors reserve (they would wait forever), or an
                 actor's envs have other spaces than the model.
+            RuntimeError: more than ``max_restarts`` actors were replaced in this ``learn`` call.
         """
         n_actors, per_actor = self.settings.n_actors, self.settings.num_cpus_per_actor
         needed = n_actors * per_actor
@@ -104,13 +114,38 @@ class ActorPool:
             )
         self.handles = [self._new_actor(index) for index in range(self.settings.n_actors)]
         self.settings.handles = self.handles
-        setups = [handle.setup.remote() for handle in self.handles]
-        for index, request in enumerate(setups):
+        self.fresh = set(range(n_actors))
+        for index in range(n_actors):
+            self._ask_setup(index)
+        while self.pending:
+            request, index = self._ready(self._ask_setup)
             try:
                 observation_space, action_space = self.ray.get(request)
+            except self.ray.exceptions.RayActorError:
+                self._replace(index, "died while it started")
+                self._ask_setup(index)
+                continue
             except self.ray.exceptions.RayTaskError as error:
                 raise _env_error(error, index, self.factory.name) from None
             self._check_spaces(index, observation_space, action_space)
+        self.collecting = True
+
+    def _send(self, index: int, request: Any, setup: bool = False) -> None:
+        """Wait for ``request`` to actor ``index`` for ``actor_timeout`` seconds (a segment), plus
+        ``start_timeout`` while the actor has not answered yet (it starts and makes its envs first)."""
+        settings, timeouts = self.settings, []
+        if index in self.fresh:
+            timeouts.append((settings.start_timeout, "start_timeout"))
+        if not setup:
+            timeouts.append((settings.actor_timeout, "actor_timeout"))
+        seconds = sum(seconds for seconds, _ in timeouts)
+        bound = f"{seconds:g} s ({' + '.join(name for _, name in timeouts)})"
+        self.pending[request] = index
+        self.deadlines[request] = (time.monotonic() + seconds, bound)
+
+    def _ask_setup(self, index: int) -> None:
+        """Ask actor ``index`` to make its envs."""
+        self._send(index, self.handles[index].setup.remote(), setup=True)
 
     def _check_spaces(self, index: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         for what, theirs, ours in (
@@ -130,52 +165,75 @@ class ActorPool:
 
     def request(self, index: int) -> None:
         """Ask actor ``index`` for its next segment, with the latest broadcast weights."""
-        request = self.handles[index].collect.remote(self.version, [self.weights_ref])
-        self.pending[request] = index
+        self._send(index, self.handles[index].collect.remote(self.version, [self.weights_ref]))
 
     def request_all(self) -> None:
         for index in range(len(self.handles)):
             self.request(index)
 
     def next(self) -> tuple[SegmentMessage, float]:
-        """The next segment any actor sends, and the seconds spent waiting for it. An actor that died is
-        replaced (its segment counted as lost) and asked again, until one arrives.
+        """The next segment any actor sends, and the seconds spent waiting for it. An actor that died or
+        hung is replaced (its segment counted as lost) and asked again, until one arrives.
 
         Raises:
             ActorEnvError: an actor's env raised.
-            RuntimeError: more than ``max_restarts`` actors died in this ``learn`` call.
+            RuntimeError: more than ``max_restarts`` actors were replaced in this ``learn`` call.
         """
-        waited = 0.0
+        start = time.perf_counter()
         while True:
-            start = time.perf_counter()
-            ready, _ = self.ray.wait(list(self.pending), num_returns=1)
-            request = ready[0]
-            index = self.pending.pop(request)
+            request, index = self._ready(self.request)
             try:
                 message = self.ray.get(request)
             except self.ray.exceptions.RayActorError:
-                waited += time.perf_counter() - start
-                self._replace(index)
+                self._replace(index, "died")
+                self.request(index)
                 continue
             except self.ray.exceptions.RayTaskError as error:
                 raise _env_error(error, index, self.factory.name) from None
-            return message, waited + time.perf_counter() - start
+            return message, time.perf_counter() - start
 
-    def _replace(self, index: int) -> None:
-        """Actor ``index`` died: count its segment as lost, start another in its place and ask it."""
-        self.lost_segments += 1
+    def _ready(self, ask: Callable[[int], None]) -> tuple[Any, int]:
+        """A request that is done and its actor's index. An actor that is past its request's deadline is
+        reported, replaced and asked again with ``ask`` meanwhile."""
+        while True:
+            first = min(self.pending, key=lambda request: self.deadlines[request][0])
+            left = max(self.deadlines[first][0] - time.monotonic(), 0.0)
+            ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=left)
+            request = ready[0] if ready else first
+            index = self.pending.pop(request)
+            _, bound = self.deadlines.pop(request)
+            if ready:
+                self.fresh.discard(index)
+                return request, index
+            self._report_hung(index, bound)
+            ask(index)
+
+    def _report_hung(self, index: int, bound: str) -> None:
+        """Actor ``index`` did not answer within ``bound``: warn, naming it and its env, and replace it."""
+        what = f"did not answer within {bound}"
+        warnings.warn(
+            f"actor {index} (env {self.factory.name}) {what}; is its env hung? It is stopped and replaced",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        self._replace(index, what)
+
+    def _replace(self, index: int, what: str) -> None:
+        """Actor ``index`` died or hung (``what``): count its segment as lost, stop it and start another in
+        its place (to be asked by the caller)."""
+        self.lost_segments += self.collecting
         self.restarts += 1
         if self.restarts > self.settings.max_restarts:
             raise RuntimeError(
-                f"actor {index} (env {self.factory.name}) died, and {self.restarts} actors died in this "
-                f"learn call (max_restarts={self.settings.max_restarts}); is a machine failing or out of "
-                "memory?"
+                f"actor {index} (env {self.factory.name}) {what}, and {self.restarts} actors were replaced "
+                f"in this learn call (max_restarts={self.settings.max_restarts}); is a machine failing or "
+                "out of memory, or an env hung?"
             )
         with contextlib.suppress(Exception):
             self.ray.kill(self.handles[index], no_restart=True)
         self.generations[index] += 1
         self.handles[index] = self._new_actor(index)
-        self.request(index)
+        self.fresh.add(index)
 
     def close(self) -> None:
         """Stop every actor (the requests in flight are dropped)."""
@@ -183,6 +241,7 @@ class ActorPool:
             with contextlib.suppress(Exception):
                 self.ray.kill(handle, no_restart=True)
         self.pending.clear()
+        self.deadlines.clear()
         self.handles = []
         self.settings.handles = []
 

@@ -29,6 +29,7 @@ from sb3_acer.serialization.rng_state import generator_from_state, generator_sta
 __all__ = [
     "SlotReplay",
     "available_memory_bytes",
+    "check_memory",
     "check_sizes",
     "checked_array",
     "described",
@@ -63,6 +64,22 @@ def warn_if_too_large(nbytes: int) -> None:
             ResourceWarning,
             stacklevel=3,
         )
+
+
+def check_memory(nbytes: int, setting: str) -> None:
+    """Raise ``ValueError`` naming ``setting`` if arrays of ``nbytes`` exceed this machine's memory (their
+    allocation fails, or succeeds and the process is killed once they fill up); warn
+    (:func:`warn_if_too_large`) if they exceed the memory available now."""
+    try:
+        total = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        total = None
+    if total is not None and nbytes > total:
+        raise ValueError(
+            f"{setting} needs {nbytes:,} bytes ({nbytes / 1e9:.3g} GB), more than this machine's memory "
+            f"({total / 1e9:.3g} GB); reduce buffer_size, n_steps or the number of environments"
+        )
+    warn_if_too_large(nbytes)
 
 
 def check_sizes(buffer_size: int, state_size: int, **positive: int) -> None:

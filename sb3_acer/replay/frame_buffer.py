@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_acer.replay.base import SlotReplay, check_sizes, checked_array, warn_if_too_large
+from sb3_acer.replay.base import SlotReplay, check_memory, check_sizes, checked_array
 from sb3_acer.segment import Segment
 
 __all__ = ["FrameStackReplayBuffer"]
@@ -73,10 +73,11 @@ class FrameStackReplayBuffer(SlotReplay):
         self._init_slots(buffer_size, n_steps, n_envs, obs_shape, obs_dtype, n_actions, state_size)
         self.n_stack = n_stack
         self.frame_shape = (obs_shape[0] // n_stack, *obs_shape[1:])
-        warn_if_too_large(
+        check_memory(
             self.estimate_nbytes(
                 self.capacity, n_steps, n_envs, obs_shape, n_stack, self.obs_dtype, n_actions, self.state_size
-            )
+            ),
+            f"buffer_size={buffer_size} (the replay memory)",
         )
         # frames[k, t, e]: the newest frame of x_{t+1} in slot k.
         self.frames = np.zeros((self.capacity, n_steps, n_envs, *self.frame_shape), dtype=self.obs_dtype)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_acer.replay.base import SlotReplay, check_sizes, warn_if_too_large
+from sb3_acer.replay.base import SlotReplay, check_memory, check_sizes
 from sb3_acer.segment import Segment
 
 __all__ = ["SegmentReplayBuffer"]
@@ -53,10 +53,11 @@ class SegmentReplayBuffer(SlotReplay):
         self.action_dtype = np.dtype(action_dtype) if action_size else np.dtype(np.int64)
         check_sizes(buffer_size, state_size, n_steps=n_steps, n_envs=n_envs, n_actions=n_actions)
         self._init_slots(buffer_size, n_steps, n_envs, obs_shape, obs_dtype, n_actions, state_size)
-        warn_if_too_large(
+        check_memory(
             self.estimate_nbytes(
                 self.capacity, n_steps, n_envs, self.obs_shape, self.obs_dtype, n_actions, self.state_size
-            )
+            ),
+            f"buffer_size={buffer_size} (the replay memory)",
         )
         self.observations = np.zeros(
             (self.capacity, n_steps + 1, n_envs, *self.obs_shape), dtype=self.obs_dtype

@@ -21,16 +21,15 @@ generators and of the replay sampling generator (restored by ``ACER.load``). A c
 readers that do not know them ignore them.
 
 Classes in ``policy_kwargs`` (activation functions, feature extractors, the optimizer) and custom policy
-classes are stored by import path and resolved on load only if they are ``torch.nn.Module`` or
-``torch.optim.Optimizer`` subclasses. Loading never
-imports a module the file names unless it belongs to torch, Stable-Baselines3 or sb3-acer (importing runs
-the module's code): import your own module first, or pass the class in ``custom_objects``.
+classes are stored by their path ``"module:qualname"`` and resolved on load only through the table of
+:mod:`~sb3_acer.serialization.class_table` and the classes passed in ``custom_objects``: loading never
+imports a module (importing runs the module's code), so a class of your own must be passed, e.g.
+``custom_objects={"features_extractor_class": MyExtractor}``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import json
 import os
@@ -42,13 +41,14 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from torch import nn
+
+from sb3_acer.serialization.class_table import CLASS_TABLE
 
 __all__ = [
     "FORMAT_NAME",
@@ -155,50 +155,38 @@ def encode_json_value(value: Any, where: str = "value") -> Any:
     )
 
 
-#: Packages from which a model file may name classes that are not imported yet.
-TRUSTED_PACKAGES = ("torch", "stable_baselines3", "sb3_acer")
+def _resolve_class(path: Any, where: str, classes: Mapping[str, type]) -> type:
+    """The class a model file names by ``path`` in the field ``where``: one of ``classes`` (the caller's
+    ``custom_objects``) or of :data:`~sb3_acer.serialization.class_table.CLASS_TABLE`; no module is
+    imported to find it."""
+    if isinstance(path, str):
+        found = classes.get(path) or CLASS_TABLE.get(path)
+        if found is not None:
+            return found
+    field = where.rsplit(".", 1)[-1]
+    name = path.rpartition(":")[2] if isinstance(path, str) else "TheClass"
+    whole = ", or the whole policy_kwargs, custom_objects={'policy_kwargs': ...}"
+    raise ModelFileError(
+        f"{where} names the class {path!r}, which is none of sb3-acer's policies and extractors, "
+        "Stable-Baselines3's extractors, or torch's activations and optimizers; a model file never imports "
+        f"a module (that would run its code): pass the class, ACER.load(path, custom_objects={{{field!r}: "
+        f"{name}}}){whole if where.startswith('policy_kwargs') else ''}"
+    )
 
 
-#: How to give ``ACER.load`` a class that the file names but this process cannot find.
-CUSTOM_OBJECTS_HINT = (
-    "custom_objects={'policy_class': ...} (the policy) or custom_objects={'policy_kwargs': ...} (the whole "
-    "policy_kwargs, with the classes)"
-)
+def decode_json_value(value: Any, where: str = "value", classes: Mapping[str, type] | None = None) -> Any:
+    """Inverse of :func:`encode_json_value`: a class (``{"__class__": path}``) is resolved by
+    :func:`_resolve_class` among ``classes`` (by path) and the table of known classes.
 
-
-def _resolve_class(path: str) -> type:
-    module_name, _, qualname = path.partition(":")
-    if module_name not in sys.modules and module_name.split(".")[0] not in TRUSTED_PACKAGES:
-        raise ModelFileError(
-            f"model file names class {path!r} from module {module_name!r}, which is not imported; a model "
-            "file never imports modules (that would run their code): import it first, or pass the class "
-            f"in {CUSTOM_OBJECTS_HINT}"
-        )
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as error:
-        raise ModelFileError(
-            f"model file names class {path!r}, which cannot be found: {error}; "
-            f"pass it in {CUSTOM_OBJECTS_HINT}"
-        ) from error
-    if not (isinstance(obj, type) and issubclass(obj, nn.Module | th.optim.Optimizer)):
-        raise ModelFileError(
-            f"model file names {path!r}, which is neither a torch.nn.Module nor a torch.optim.Optimizer "
-            "subclass; refusing it"
-        )
-    return obj
-
-
-def decode_json_value(value: Any) -> Any:
-    """Inverse of :func:`encode_json_value`."""
+    Raises:
+        ModelFileError: naming ``where`` (the field) and the path of a class that is neither.
+    """
     if isinstance(value, list):
-        return [decode_json_value(item) for item in value]
+        return [decode_json_value(item, f"{where}[{index}]", classes) for index, item in enumerate(value)]
     if isinstance(value, dict):
         if set(value) == {"__class__"}:
-            return _resolve_class(value["__class__"])
-        return {key: decode_json_value(item) for key, item in value.items()}
+            return _resolve_class(value["__class__"], where, classes or {})
+        return {key: decode_json_value(item, f"{where}.{key}", classes) for key, item in value.items()}
     return value
 
 
@@ -352,7 +340,7 @@ def read_model_file(
                 raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
             try:
                 data = json.loads(archive.read(entry))
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+            except (ValueError, RecursionError) as error:  # ValueError: also an integer of 5000 digits
                 raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
             if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
                 raise ModelFileError(

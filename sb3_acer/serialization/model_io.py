@@ -33,6 +33,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 from sb3_acer.action_spaces import replay_action_settings
 from sb3_acer.observations import observation_layout
 from sb3_acer.optim import check_optimizer_state, load_optimizer_state
+from sb3_acer.serialization.class_table import given_classes
 from sb3_acer.serialization.custom_spaces import SPACE_KEYS, replaced_space
 from sb3_acer.serialization.model_file import (
     FORMAT_NAME,
@@ -56,7 +57,7 @@ from sb3_acer.serialization.rng_state import (
     global_rng_states,
     set_global_rng_states,
 )
-from sb3_acer.validation import UnsupportedSpaceError, as_tensor, check_finite, check_spaces
+from sb3_acer.validation import UnsupportedSpaceError, as_tensor, check_count, check_finite, check_spaces
 
 if TYPE_CHECKING:
     from sb3_acer.acer import ACER
@@ -359,34 +360,35 @@ def _saved_replay_rng(path: PathOrFile, rng_states: Any) -> np.random.Generator 
 
 
 def _decode_settings(
-    path: PathOrFile, data: dict[str, Any], replaced_policy_kwargs: Any
+    path: PathOrFile, data: dict[str, Any], replaced_policy_kwargs: Any, classes: dict[str, type]
 ) -> tuple[dict[str, Any], Any, spaces.Space, spaces.Space, str]:
     """The hyperparameters, policy kwargs, observation and action spaces and policy class name of ``data``
-    (its ``data`` entry); ``replaced_policy_kwargs`` (if not ``None``) stand for the saved kwargs, unread.
+    (its ``data`` entry); ``replaced_policy_kwargs`` (if not ``None``) stand for the saved kwargs, unread;
+    ``classes`` are the caller's, by path (besides the table of known classes).
 
     Raises:
         ModelFileError: if an entry is missing or cannot be used.
     """
     try:
-        hyperparameters = decode_json_value(data["hyperparameters"])
+        hyperparameters = decode_json_value(data["hyperparameters"], "hyperparameters", classes)
         policy_kwargs = (
             replaced_policy_kwargs
             if replaced_policy_kwargs is not None
-            else decode_json_value(data["policy_kwargs"])
+            else decode_json_value(data["policy_kwargs"], "policy_kwargs", classes)
         )
         observation_space = space_from_json(data["observation_space"])
         action_space = space_from_json(data["action_space"])
         try:  # what the constructor refuses, a file cannot bring in (an edited or foreign data entry)
             check_spaces(observation_space, action_space)
         except UnsupportedSpaceError as error:
-            raise ModelFileError(f"{path}: the model data holds spaces ACER cannot use: {error}") from None
+            raise ModelFileError(f"the model data holds spaces ACER cannot use: {error}") from None
         policy_name = data["policy_class"]
         if not isinstance(policy_name, str):
-            raise ModelFileError(f"{path}: the model data's policy_class must be a name, not {policy_name!r}")
+            raise ModelFileError(f"the model data's policy_class must be a name, not {policy_name!r}")
     except KeyError as error:
         raise ModelFileError(f"{path}: the model data lacks the entry {error}") from error
-    except ModelFileError:
-        raise
+    except ModelFileError as error:
+        raise ModelFileError(f"{path}: {error}") from None
     except (ValueError, TypeError, AttributeError, IndexError) as error:
         raise ModelFileError(f"{path}: the model data is invalid: {error}") from error
     if not isinstance(hyperparameters, dict):
@@ -398,7 +400,11 @@ def _decode_settings(
 
 
 def _read_saved_model(
-    path: PathOrFile, keep_buffer: bool, replaced_policy_kwargs: Any, print_system_info: bool
+    path: PathOrFile,
+    keep_buffer: bool,
+    replaced_policy_kwargs: Any,
+    print_system_info: bool,
+    classes: dict[str, type],
 ) -> _SavedModel:
     """Read the file at ``path`` and decode what it holds (see :func:`_decode_settings`)."""
     data, tensors = read_model_file(path, device="cpu")
@@ -408,7 +414,7 @@ def _read_saved_model(
     rng_states = data.get("rng_states")
     replay_rng = _saved_replay_rng(path, rng_states)
     hyperparameters, policy_kwargs, observation_space, action_space, policy_name = _decode_settings(
-        path, data, replaced_policy_kwargs
+        path, data, replaced_policy_kwargs, classes
     )
     return _SavedModel(
         data=data,
@@ -425,21 +431,23 @@ def _read_saved_model(
 
 
 def _apply_arguments(
-    cls: type[ACER], saved: _SavedModel, custom_objects: dict[str, Any], kwargs: dict[str, Any]
+    cls: type[ACER],
+    path: PathOrFile,
+    saved: _SavedModel,
+    custom_objects: dict[str, Any],
+    kwargs: dict[str, Any],
+    classes: dict[str, type],
 ) -> tuple[Any, bool, dict[str, Any]]:
-    """Apply ``load``'s ``custom_objects`` and ``kwargs`` to ``saved``'s hyperparameters.
+    """Apply ``load``'s ``custom_objects`` and ``kwargs`` to ``saved``'s hyperparameters (the file at
+    ``path``; ``classes``: the caller's, by path).
 
     Returns:
         The policy class, whether the caller gave it, and the hyperparameters the caller set.
     """
     given_policy_kwargs = kwargs.pop("policy_kwargs", None)
-    if (
-        given_policy_kwargs is not None
-        and decode_json_value(
-            encode_json_value(given_policy_kwargs, "policy_kwargs")  # as saved: tuples become lists
-        )
-        != saved.policy_kwargs
-    ):
+    if given_policy_kwargs is not None and encode_json_value(  # as saved: tuples become lists
+        given_policy_kwargs, "policy_kwargs"
+    ) != encode_json_value(saved.policy_kwargs, "policy_kwargs"):
         raise ValueError(
             f"the given policy_kwargs {given_policy_kwargs} differ from the saved ones {saved.policy_kwargs}"
         )
@@ -454,12 +462,13 @@ def _apply_arguments(
         None,
     )
     policy_given = policy_class is not None
-    if policy_class is None:
-        policy_class = (
-            cls.policy_aliases[saved.policy_name]
-            if saved.policy_name in cls.policy_aliases
-            else decode_json_value({"__class__": saved.policy_name})
-        )
+    if policy_class is None and saved.policy_name in cls.policy_aliases:
+        policy_class = cls.policy_aliases[saved.policy_name]
+    elif policy_class is None:
+        try:
+            policy_class = decode_json_value({"__class__": saved.policy_name}, "policy_class", classes)
+        except ModelFileError as error:
+            raise ModelFileError(f"{path}: {error}") from None
     for key in kwargs:
         if key not in HYPERPARAMETERS:
             raise ValueError(f"unknown hyperparameter {key!r} for ACER.load")
@@ -523,8 +532,12 @@ def _attach_env(model: ACER, env: GymEnv | str) -> None:
     model._vec_normalize_env = unwrap_vec_normalize(vec_env)
 
 
-def _build_networks(model: ACER, path: PathOrFile, tensors: dict[str, Any], policy_given: bool) -> None:
-    """Build ``model``'s networks and optimizer and load the saved ``tensors`` into them."""
+def _build_networks(
+    model: ACER, path: PathOrFile, tensors: dict[str, Any], policy_given: bool, settings_given: bool
+) -> None:
+    """Build ``model``'s networks, optimizer and replay memory and load the saved ``tensors`` into them.
+    ``policy_given``: the caller gave the policy class or its ``policy_kwargs``; ``settings_given``: those
+    or hyperparameters (an error they may cause is the caller's, reported as it is)."""
     try:
         model._setup_model()
     except (AssertionError, UnsupportedSpaceError) as error:  # e.g. NatureCNN needs images
@@ -533,6 +546,10 @@ def _build_networks(model: ACER, path: PathOrFile, tensors: dict[str, Any], poli
             f"load: the policy cannot be built for the saved observation space {model.observation_space}: "
             f"{error}"
         ) from None
+    except (TypeError, ValueError) as error:  # a features_extractor_kwargs key the extractor refuses, or
+        if settings_given:  # a buffer_size the machine cannot hold
+            raise
+        raise ModelFileError(f"{path}: the model cannot be built from the saved settings: {error}") from None
     except (RuntimeError, MemoryError) as error:  # e.g. Discrete(10**12) actions: out of memory
         raise ModelFileError(
             f"{path}: the policy cannot be built from the saved settings: {' '.join(str(error).split())}"
@@ -543,16 +560,32 @@ def _build_networks(model: ACER, path: PathOrFile, tensors: dict[str, Any], poli
         raise ModelFileError(f"{path}: the saved tensors do not fit the model: {error}") from error
 
 
+#: The counters of a model file, with their value when the file has none (files of sb3-acer 0.1).
+_COUNTERS = (
+    ("num_timesteps", "num_timesteps", 0),
+    ("total_timesteps", "_total_timesteps", 0),
+    ("n_updates", "_n_updates", 0),
+    ("n_replay_updates", "_n_replay_updates", 0),
+    ("n_skipped_updates", "n_skipped_updates", 0),
+)
+
+
 def _restore_counters(model: ACER, path: PathOrFile, data: dict[str, Any]) -> None:
     try:
-        model.num_timesteps = int(data.get("num_timesteps", 0))
-        model._total_timesteps = int(data.get("total_timesteps", 0))
-        model._current_progress_remaining = float(data.get("progress_remaining", 1.0))
-        model._n_updates = int(data.get("n_updates", 0))
-        model._n_replay_updates = int(data.get("n_replay_updates", 0))
-        model.n_skipped_updates = int(data.get("n_skipped_updates", 0))
-    except (ValueError, TypeError) as error:
-        raise ModelFileError(f"{path}: the model data holds an invalid counter: {error}") from error
+        counters = {
+            attribute: check_count(data.get(key, default), key) for key, attribute, default in _COUNTERS
+        }
+    except ValueError as error:
+        raise ModelFileError(f"{path}: the model data holds an invalid counter: {error}") from None
+    progress = data.get("progress_remaining", 1.0)
+    if not isinstance(progress, int | float) or isinstance(progress, bool) or not 0.0 <= progress <= 1.0:
+        raise ModelFileError(
+            f"{path}: the model data holds an invalid counter: progress_remaining must be a number in "
+            f"[0, 1], got {progress!r}"
+        )
+    for attribute, value in counters.items():
+        setattr(model, attribute, value)
+    model._current_progress_remaining = float(progress)
     flag = data.get("trained_with_vec_normalize", False)
     if not isinstance(flag, bool):
         raise ModelFileError(
@@ -598,12 +631,14 @@ def load_model(
     """
     with global_state_restored_on_error():
         custom_objects = dict(custom_objects or {})
+        # The classes the caller passes resolve the paths the file names them by (no module is imported).
+        classes = given_classes(custom_objects)
         # custom_objects={"replay_buffer": None}: leave out the replay memory the file may hold.
         keep_buffer = custom_objects.pop("replay_buffer", True) is not None
         # custom_objects={"policy_kwargs": ...} replaces the saved ones unread (as in SB3): their classes may
         # live in a script this process cannot import; the saved tensors must still fit the network.
         replaced_policy_kwargs = custom_objects.pop("policy_kwargs", None)
-        saved = _read_saved_model(path, keep_buffer, replaced_policy_kwargs, print_system_info)
+        saved = _read_saved_model(path, keep_buffer, replaced_policy_kwargs, print_system_info, classes)
         saved = dataclasses.replace(
             saved,
             observation_space=replaced_space("observation_space", saved.observation_space, custom_objects),
@@ -611,11 +646,14 @@ def load_model(
         )
         for key in SPACE_KEYS:
             custom_objects.pop(key, None)
-        policy_class, policy_given, overrides = _apply_arguments(cls, saved, custom_objects, kwargs)
+        policy_class, policy_given, overrides = _apply_arguments(
+            cls, path, saved, custom_objects, kwargs, classes
+        )
         model = _build_model(cls, path, saved, policy_class, device, overrides)
         if env is not None:
             _attach_env(model, env)
-        _build_networks(model, path, saved.tensors, policy_given)
+        policy_given = policy_given or replaced_policy_kwargs is not None
+        _build_networks(model, path, saved.tensors, policy_given, policy_given or bool(overrides))
         _restore_counters(model, path, saved.data)
         _restore_replay_and_rng(model, path, saved, overrides.get("seed"))
         return model
