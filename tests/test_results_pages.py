@@ -1,7 +1,9 @@
 """The results in the docs are the records' numbers: every table ``benchmarks/report.py`` writes is up to
 date, the results page states no number of its own, and each of its tables comes with its command.
 
-The site itself (``mkdocs build --strict``) is built by ``make test``; here only its page list is checked.
+The site itself (``mkdocs build --strict``) is built by ``make test``; here its page list is checked, and
+that every record or script a published page links or names exists (``docs/hooks/sources.py`` publishes
+them with the site).
 """
 
 from __future__ import annotations
