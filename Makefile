@@ -40,13 +40,13 @@ unit: $(STAMP)
 	$(PY) -m pytest -q
 
 # The documentation site (MkDocs, docs/ and mkdocs.yml): `make docs` serves it with live reload, and
-# `make test` builds it with --strict, so a broken link or API reference fails the build. Offline: no plugin
-# fetches anything at build time.
+# `make test` builds it with --strict, so a broken link or API reference fails the build (not with --quiet,
+# which hides the warnings that --strict counts). Offline: no plugin fetches anything at build time.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 docs-build: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 test: lint typecheck unit docs-build
 
@@ -54,7 +54,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 bench: $(STAMP)
-	$(PY) benchmarks/classic_control.py
+	$(PY) -m benchmarks.classic_control
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -7,27 +7,29 @@ This script trains ACER with :mod:`benchmarks.mujoco_v5`'s settings (``--set`` o
 since the last record: the mean ``|mean|`` and its maximum, the share of action values outside the bounds,
 the mean ``|action|``, and the mean length and return of the last 100 training episodes. Usage::
 
-    python benchmarks/action_bounds.py --env Ant-v5 --seed 0 --timesteps 200000 \\
+    python -m benchmarks.action_bounds --env Ant-v5 --seed 0 --timesteps 200000 \\
         --set 'policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.3)"' \\
-        --out benchmarks/results/action_bounds_ant_sigma03.json
+        --out benchmarks/results/tuning/action_bounds_ant_sigma03.json
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import add_overrides_option, parse_overrides, write_results
+from benchmarks.common import (
+    add_out_option,
+    add_overrides_option,
+    commit_at_start,
+    machine_description,
+    parse_overrides,
+    script_parser,
+    write_results,
+)
 from benchmarks.mujoco_v5 import MUJOCO_ENVS, describe, make_model
 
 
@@ -81,16 +83,15 @@ class BoundsRecorder(BaseCallback):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--env", choices=MUJOCO_ENVS, default="Ant-v5")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--every", type=int, default=20_000)
     add_overrides_option(parser, "ent_coef=0.0")
-    parser.add_argument("--out", type=Path, required=True)
+    add_out_option(parser, required=True)
     args = parser.parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     th.set_num_threads(1)
     overrides = parse_overrides(args.overrides)
     model, env = make_model("ACER", args.env, args.seed, overrides)
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         args.out,
         script="action_bounds.py",
         args=argv or sys.argv[1:],
-        machine=f"{platform.machine()}, {os.cpu_count()} cores, torch threads 1",
+        machine=machine_description(threads=1),
         results=recorder.records,
         env_id=args.env,
         seed=args.seed,

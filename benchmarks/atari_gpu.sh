@@ -14,6 +14,10 @@
 #    OUT_DIR/pong; the training log to OUT_DIR/pong.log.
 #
 # Plot the training games' scores afterwards with `sb3-acer plot OUT_DIR/pong/monitor --out pong.png`.
+#
+# A copy of the tree without its git history (the usual way onto a GPU machine) records the commit it came
+# from only when told: set SB3_ACER_COMMIT to `git rev-parse HEAD` of the checkout you copied, or the
+# benchmark stops before it runs.
 set -u
 out=${1:?usage: atari_gpu.sh OUT_DIR [TRAIN_SECONDS] [DEVICE]}
 seconds=${2:-430}
@@ -30,7 +34,7 @@ if torch.cuda.is_available():
 EOF
 nproc
 
-timeout 150 "$python" benchmarks/atari_throughput.py --env PongNoFrameskip-v4 --sampler-steps 500 \
+timeout 150 "$python" -m benchmarks.atari_throughput --env PongNoFrameskip-v4 --sampler-steps 500 \
     --train-steps 6400 --samplers wrappers ale-vector --peers A2C PPO --device "$device" \
     --out "$out/atari_throughput_gpu.json" || echo "atari_throughput.py failed or timed out: $?"
 

@@ -21,7 +21,7 @@ Measured, in this order, on one game:
 
 Usage::
 
-    python benchmarks/atari_throughput.py --sampler-steps 500 --train-steps 3200 --out results.json
+    python -m benchmarks.atari_throughput --sampler-steps 500 --train-steps 3200 --out results.json
 
 prints a markdown table and the JSON of all numbers (also written to ``--out``).
 """
@@ -48,9 +48,7 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import command_line, git_commit
+from benchmarks.common import command_line, commit_at_start, script_parser
 from sb3_acer import ACER
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
@@ -340,9 +338,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--env", default="BreakoutNoFrameskip-v4")
     parser.add_argument("--n-envs", type=int, default=16)
     parser.add_argument("--raw-frames", type=int, default=20_000, help="frames for the raw emulator")
@@ -366,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     th.set_num_threads(args.torch_threads)
     device = args.device
@@ -374,7 +371,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {
         "command": command_line("atari_throughput.py", sys.argv[1:] if argv is None else argv),
         "date": time.strftime("%Y-%m-%d"),
-        "commit": git_commit(),
+        "commit": commit_at_start(),
         "env": args.env,
         "n_envs": args.n_envs,
         "machine": f"{os.cpu_count()} CPUs, torch {th.__version__} ({args.torch_threads} thread(s), "

@@ -12,22 +12,20 @@ All runs happen side by side in one process, one after the other, with ``torch.s
 
 Usage::
 
-    python benchmarks/classic_control.py --seeds 0 1 2 --out benchmarks/results/classic_control.json
+    python -m benchmarks.classic_control --seeds 0 1 2 --out benchmarks/results/classic_control.json
 
-``docs/benchmarks.md`` gives the commands of its tables and the result files they wrote.
+``docs/results.md`` gives the commands of its tables and the records they wrote.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -38,9 +36,16 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, write_results
+from benchmarks.common import (
+    ThresholdTracker,
+    add_out_option,
+    commit_at_start,
+    machine_description,
+    markdown_table,
+    mean_std,
+    script_parser,
+    write_results,
+)
 from sb3_acer import ACER
 from sb3_acer.presets import evaluation_normalization, load_preset, wrapper_class
 
@@ -182,53 +187,57 @@ def run_one(algo: str, env_id: str, seed: int, budget_scale: float, eval_episode
 
 
 def summarise(results: list[RunResult]) -> str:
-    lines = [
-        "| env | algo | seeds solved | median steps to threshold | median seconds to threshold "
-        "| final eval (mean ± std over seeds) | env steps/s |",
-        "|---|---|---|---|---|---|---|",
+    header = [
+        "env",
+        "algo",
+        "seeds solved",
+        "median steps to threshold",
+        "median seconds to threshold",
+        "final eval (mean ± std over seeds)",
+        "env steps/s",
     ]
-    keys = sorted({(r.env_id, r.algo) for r in results})
-    for env_id, algo in keys:
+    rows = []
+    for env_id, algo in sorted({(r.env_id, r.algo) for r in results}):
         runs = [r for r in results if r.env_id == env_id and r.algo == algo]
         solved = [r for r in runs if r.steps_to_threshold is not None]
         # An unsolved seed counts as infinitely slow, so the median is over every seed, not the solved ones.
         inf = float("inf")
-        steps: float | None = statistics.median(
+        steps = statistics.median(
             [inf if r.steps_to_threshold is None else r.steps_to_threshold for r in runs]
         )
-        secs: float | None = statistics.median(
+        secs = statistics.median(
             [inf if r.seconds_to_threshold is None else r.seconds_to_threshold for r in runs]
         )
-        steps = None if steps == inf else steps
-        secs = None if secs == inf else secs
-        evals = [r.final_eval_mean for r in runs]
-        spread = statistics.pstdev(evals) if len(evals) > 1 else 0.0
-        lines.append(
-            f"| {env_id} | {algo} | {len(solved)}/{len(runs)} | "
-            f"{'-' if steps is None else f'{steps:,.0f}'} | {'-' if secs is None else f'{secs:.1f}'} | "
-            f"{statistics.mean(evals):.1f} ± {spread:.1f} | "
-            f"{statistics.median([r.steps_per_second for r in runs]):,.0f} |"
+        rows.append(
+            [
+                env_id,
+                algo,
+                f"{len(solved)}/{len(runs)}",
+                "-" if steps == inf else f"{steps:,.0f}",
+                "-" if secs == inf else f"{secs:.1f}",
+                mean_std([r.final_eval_mean for r in runs]),
+                f"{statistics.median([r.steps_per_second for r in runs]):,.0f}",
+            ]
         )
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", default=list(THRESHOLDS))
     parser.add_argument("--algos", nargs="+", default=["ACER", "PPO", "A2C"], help="also SAC (Pendulum-v1)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every training budget")
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for every run")
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     th.set_num_threads(args.threads)
     results: list[RunResult] = []
@@ -245,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="classic_control.py",
             args=argv or sys.argv[1:],
-            machine=f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}",
+            machine=machine_description(threads=args.threads),
             results=results,
         )
 

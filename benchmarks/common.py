@@ -1,20 +1,22 @@
-"""Shared pieces of the benchmark scripts: threshold tracking over training episodes, the JSON record of a
-run (its results with the command, date and machine that produced them), and runs kept one by one
+"""Shared pieces of the benchmark scripts: their command-line options, the Markdown tables they print (and
+``report.py`` writes into the docs), threshold tracking over training episodes, the JSON record of a run
+(its results with the command, date, machine and commit that produced them), and runs kept one by one
 (``--run-dir``) so that a long benchmark goes on where it stopped."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import multiprocessing
+import os
 import platform
-import shlex
-import subprocess
+import statistics
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,47 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+
+from benchmarks.provenance import command_line, source_commit
+
+
+def script_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A script's parser, with its module docstring (``doc``) as the help text, laid out as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_out_option(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--out PATH``: where the script writes its JSON record."""
+    parser.add_argument(
+        "--out", type=Path, default=None, required=required, help="write all results as JSON here"
+    )
+
+
+def check_overrides(overrides: dict[str, Any], known: Iterable[str]) -> None:
+    """Stop, before any run, on a ``--set`` key that names no setting in ``known``."""
+    unknown = set(overrides) - set(known)
+    if unknown:
+        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+
+
+def machine_description(threads: int, jobs: int | None = None) -> str:
+    """The ``machine`` of a record: architecture, processor, cores, torch threads (and parallel jobs)."""
+    described = f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores"
+    described += f", torch threads {threads}"
+    return described if jobs is None else f"{described}, {jobs} parallel job(s)"
+
+
+def mean_std(values: Sequence[float], digits: int = 1) -> str:
+    """``mean ± std`` over seeds (the population std, as every record was summarised)."""
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A Markdown table; ``align`` holds one ``l`` or ``r`` per column (left by default)."""
+    align = align or "l" * len(header)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
+    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -38,47 +81,25 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def command_line(script: str, args: list[str]) -> str:
-    """``python benchmarks/<script> <args>``, shell-quoted so that it pastes back as the same arguments."""
-    return shlex.join(["python", f"benchmarks/{script}", *args])
-
-
-def git_commit() -> str | None:
-    """The short commit checked out, ``+changes`` when tracked files differ from it; ``None`` outside this
-    project's own git checkout (an unpacked sdist, even inside some other repository)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        if Path(top).resolve() != root:
-            return None
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit + ("+changes" if changed else "")
+@functools.cache
+def commit_at_start() -> str:
+    """The commit of the code that runs (:func:`~benchmarks.provenance.source_commit`), read once, when a
+    script's ``main`` starts: it stops there, before any run, where no commit can be recorded, and a
+    checkout that moves on during a long benchmark does not change what its runs record."""
+    return source_commit()
 
 
 def write_results(
     path: Path, *, script: str, args: list[str], machine: str, results: Iterable[Any], **extra: Any
 ) -> None:
     """Write ``{"meta": ..., "results": [...]}`` to ``path``: the dataclass ``results`` with the command
-    (``command_line``), the date, the commit (``git_commit``), ``machine``, the Python and torch versions and
-    ``extra`` meta entries."""
+    (``command_line``), the date, the commit (``commit_at_start``), ``machine``, the Python and torch
+    versions and ``extra`` meta entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": command_line(script, args),
         "date": time.strftime("%Y-%m-%d"),
-        "commit": git_commit(),
+        "commit": commit_at_start(),
         "machine": machine,
         "python": platform.python_version(),
         "torch": th.__version__,
@@ -128,9 +149,6 @@ class ThresholdTracker(BaseCallback):
 
 #: A benchmark job: (algorithm, env or game, seed, timesteps, evaluation episodes, ACER overrides).
 Job = tuple[str, str, int, int, int, dict[str, Any]]
-
-#: The code a run used: the commit checked out when the benchmark started (kept with each ``--run-dir`` run).
-COMMIT_AT_START = git_commit()
 
 
 def add_run_dir_options(parser: argparse.ArgumentParser, name: str) -> None:
@@ -186,7 +204,7 @@ def run_or_load(
         record = dict(
             job=wanted,
             finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            commit=COMMIT_AT_START,
+            commit=commit_at_start(),
             result=asdict(result),
         )
         path.parent.mkdir(parents=True, exist_ok=True)

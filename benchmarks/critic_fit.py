@@ -11,7 +11,7 @@ each visited state (an episode cut by the time limit counts as ended there). ``V
 
 Usage::
 
-    python benchmarks/critic_fit.py --out benchmarks/results/critic_fit.json
+    python -m benchmarks.critic_fit --out benchmarks/results/tuning/critic_fit.json
 
 It shows why the LunarLander preset's critic explains nothing for its first third: RMSProp moves each weight
 by about the learning rate per update whatever the gradient's size, so a Q head that starts at zero takes
@@ -21,8 +21,6 @@ thousands of updates to reach returns of -100; normalised rewards are within its
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,9 +34,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import write_results
+from benchmarks.common import commit_at_start, machine_description, script_parser, write_results
 from sb3_acer import ACER
 from sb3_acer.functional import explained_variance
 from sb3_acer.presets import load_preset, wrapper_class
@@ -174,9 +170,7 @@ def run(
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--every", type=int, default=25_000)
@@ -188,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     th.set_num_threads(1)
     results = []
     for config in args.configs:
@@ -197,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="critic_fit.py",
             args=sys.argv[1:] if argv is None else argv,
-            machine=f"{platform.machine()}, {multiprocessing.cpu_count()} cores, torch threads 1",
+            machine=machine_description(threads=1),
             results=results,
         )
 

@@ -19,8 +19,8 @@ Measured, in this order:
 
 Usage::
 
-    python benchmarks/distributed.py --envs CartPole-v1 LunarLander-v3 --out results.json
-    python benchmarks/distributed.py --envs --atari PongNoFrameskip-v4 --actor-counts 0 1 2 4 8 14 \\
+    python -m benchmarks.distributed --envs CartPole-v1 LunarLander-v3 --out results.json
+    python -m benchmarks.distributed --envs --atari PongNoFrameskip-v4 --actor-counts 0 1 2 4 8 14 \\
         --seconds 25 --device cuda --out pong.json
 
 prints a markdown table and writes the JSON of all numbers to ``--out``. A local Ray cluster is started
@@ -43,9 +43,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, command_line, git_commit
+from benchmarks.common import ThresholdTracker, command_line, commit_at_start, script_parser
 from sb3_acer import ACER, CnnPolicy
 from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory
 from sb3_acer.cli.environments import make_env, resolve_env
@@ -245,9 +243,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="*", default=list(THRESHOLDS), choices=list(THRESHOLDS))
     parser.add_argument("--steps", type=int, default=10**7, help="at most this many steps (and the preset's)")
     parser.add_argument("--seconds", type=float, default=600.0, help="at most this long, each run")
@@ -266,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     import ray
 
     # The actors' processes import this checkout's sb3_acer (the raylet passes them this environment).
@@ -276,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {
         "command": command_line("distributed.py", sys.argv[1:] if argv is None else argv),
         "date": time.strftime("%Y-%m-%d"),
-        "commit": git_commit(),
+        "commit": commit_at_start(),
         "machine": f"{os.cpu_count()} CPUs, torch {th.__version__}, Python {platform.python_version()}, "
         f"ray {ray.__version__}" + (f", {th.cuda.get_device_name(0)}" if th.cuda.is_available() else ""),
         "load_average_before": list(os.getloadavg()),

@@ -17,6 +17,10 @@
 #
 # On a CPU, a check of the script with a tiny budget:
 #   N_ENVS=2 bash benchmarks/distributed_gpu.sh /tmp/out 150 cpu 8 "1 2" 2
+#
+# A copy of the tree without its git history (the usual way onto a GPU machine) records the commit it came
+# from only when told: set SB3_ACER_COMMIT to `git rev-parse HEAD` of the checkout you copied, or the
+# benchmark stops before it runs.
 set -u
 out=${1:?usage: distributed_gpu.sh OUT_DIR [TOTAL_SECONDS] [DEVICE] [THROUGHPUT_SECONDS] [ACTOR_COUNTS] [PONG_ACTORS]}
 total=${2:-540}
@@ -41,7 +45,7 @@ EOF
 nproc
 
 # shellcheck disable=SC2086  # ACTOR_COUNTS is a list of numbers
-timeout -k 20 $((total / 2)) "$python" benchmarks/distributed.py --envs --atari PongNoFrameskip-v4 \
+timeout -k 20 $((total / 2)) "$python" -m benchmarks.distributed --envs --atari PongNoFrameskip-v4 \
     --actor-counts 0 $actor_counts --seconds "$throughput_seconds" --n-envs "$n_envs" --repeats 10 \
     --device "$device" --out "$out/distributed_pong.json" 2>&1 | tee "$out/distributed_pong.log"
 echo "distributed.py exit status: ${PIPESTATUS[0]}"

@@ -16,7 +16,7 @@ seeded env), env steps per second.
 
 Usage::
 
-    python benchmarks/fallback_defaults.py --envs CartPole-v1 Acrobot-v1 LunarLander-v3 --seeds 30 31 32 \\
+    python -m benchmarks.fallback_defaults --envs CartPole-v1 Acrobot-v1 LunarLander-v3 --seeds 30 31 32 \\
         --out benchmarks/results/fallback_defaults.json
 """
 
@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,9 +39,16 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import parse_overrides, write_results
+from benchmarks.common import (
+    add_out_option,
+    commit_at_start,
+    machine_description,
+    markdown_table,
+    mean_std,
+    parse_overrides,
+    script_parser,
+    write_results,
+)
 from sb3_acer import ACER
 from sb3_acer.cli.settings import DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, FALLBACK_HYPERPARAMETERS
 
@@ -124,16 +129,15 @@ def run_one(config: str, env_id: str, seed: int, timesteps: int, overrides: dict
 def summarise(results: list[RunResult]) -> str:
     """A markdown table: per env and config, mean ± std over seeds of the final training return and of the
     evaluation, and the median steps/s as a ratio to A2C's in the same run."""
-    lines = [
-        "| env | config | seeds | final return, last 100 training episodes | deterministic eval "
-        "| steps/s / A2C's |",
-        "|---|---|---|---|---|---|",
+    header = [
+        "env",
+        "config",
+        "seeds",
+        "final return, last 100 training episodes",
+        "deterministic eval",
+        "steps/s / A2C's",
     ]
-
-    def spread(values: list[float]) -> str:
-        std = statistics.pstdev(values) if len(values) > 1 else 0.0
-        return f"{statistics.mean(values):.1f} ± {std:.1f}"
-
+    rows = []
     for env_id in dict.fromkeys(r.env_id for r in results):
         speed = {
             config: statistics.median(
@@ -145,18 +149,14 @@ def summarise(results: list[RunResult]) -> str:
             runs = [r for r in results if (r.env_id, r.config) == (env_id, config)]
             finals = [r.final_train_return for r in runs if r.final_train_return is not None]
             ratio = f"{speed[config] / speed['A2C']:.2f}" if "A2C" in speed else "-"
-            lines.append(
-                f"| {env_id} | {config} | {len(runs)} | {spread(finals) if finals else '-'} | "
-                f"{spread([r.final_eval_mean for r in runs])} | {ratio} |"
-            )
-    return "\n".join(lines)
+            evaluation = mean_std([r.final_eval_mean for r in runs])
+            rows.append([env_id, config, len(runs), mean_std(finals) if finals else "-", evaluation, ratio])
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1", "LunarLander-v3"])
     parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[30, 31, 32])
@@ -169,12 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override the fallback",
     )
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
     results = [
         run_one(config, env_id, seed, args.timesteps, overrides)
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="fallback_defaults.py",
             args=argv or sys.argv[1:],
-            machine=f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads 1",
+            machine=machine_description(threads=1),
             results=results,
             fallback_overrides=overrides,
             window=WINDOW,

@@ -21,7 +21,7 @@ the candidate MinAtar presets, in ``acer.yml``'s keys; ``--set key=value`` overr
 
 Usage::
 
-    python benchmarks/minatar_games.py --games Breakout SpaceInvaders --seeds 10 11 12 --timesteps 1000000 \\
+    python -m benchmarks.minatar_games --games Breakout SpaceInvaders --seeds 10 11 12 --timesteps 1000000 \\
         --run-dir benchmarks/results/minatar_1m_runs --out benchmarks/results/minatar_1m.json
 """
 
@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
-import platform
 import statistics
 import sys
 import time
@@ -50,18 +48,23 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecEnv
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.common import (
     Job,
     add_jobs_option,
+    add_out_option,
     add_overrides_option,
     add_run_dir_options,
+    check_overrides,
+    commit_at_start,
     jobs_to_run,
     kept_runs,
+    machine_description,
+    markdown_table,
+    mean_std,
     parse_overrides,
     run_jobs,
     run_or_load,
+    script_parser,
     write_results,
 )
 from sb3_acer import ACER
@@ -103,7 +106,7 @@ ACER_DEFAULT: dict[str, Any] = dict(
     ent_coef=0.01,
 )
 # Freeway and Seaquest, where ACER's training return trailed PPO's at 1M steps with these settings, were tuned
-# further on seed 0 at 1M steps (benchmarks/results/minatar_tuning_1m_seed0/): their rewards are sparse,
+# further on seed 0 at 1M steps (results/tuning/minatar_tuning_1m_seed0/): their rewards are sparse,
 # and the entropy bonus of 0.01 outweighed the policy gradient for a long time. A smaller one starts the
 # learning sooner: Freeway 28.4 (ent_coef 0.01), 32.4 (0.001), 35.8 (0.003); Seaquest 1.3 (0.01), 2.2 (0.001).
 ACER_PRESETS: dict[str, dict[str, Any]] = {game: dict(ACER_DEFAULT) for game in MINATAR_GAMES}
@@ -305,16 +308,16 @@ def run_one(
 def summarise(results: list[RunResult]) -> str:
     """A markdown table: per game and algorithm, the mean (± std over seeds) of the final training return
     and of the evaluation, the median steps/s and its ratio to ACER's in the same run."""
-    lines = [
-        "| game | algo | seeds | final return, last 100 training episodes | deterministic eval "
-        "| env steps/s | steps/s / ACER's |",
-        "|---|---|---|---|---|---|---|",
+    header = [
+        "game",
+        "algo",
+        "seeds",
+        "final return, last 100 training episodes",
+        "deterministic eval",
+        "env steps/s",
+        "steps/s / ACER's",
     ]
-
-    def spread(values: list[float]) -> str:
-        std = statistics.pstdev(values) if len(values) > 1 else 0.0
-        return f"{statistics.mean(values):.1f} ± {std:.1f}"
-
+    rows = []
     for env_id in sorted({r.env_id for r in results}):
         speed = {
             algo: statistics.median(
@@ -326,18 +329,15 @@ def summarise(results: list[RunResult]) -> str:
             runs = [r for r in results if (r.env_id, r.algo) == (env_id, algo)]
             finals = [r.final_train_return for r in runs if r.final_train_return is not None]
             ratio = f"{speed[algo] / speed['ACER']:.2f}" if "ACER" in speed else "-"
-            lines.append(
-                f"| {env_id} | {algo} | {len(runs)} | {spread(finals) if finals else '-'} | "
-                f"{spread([r.final_eval_mean for r in runs])} | {speed[algo]:,.0f} | {ratio} |"
-            )
-    return "\n".join(lines)
+            final = mean_std(finals) if finals else "-"
+            evaluation = mean_std([r.final_eval_mean for r in runs])
+            rows.append([env_id, algo, len(runs), final, evaluation, f"{speed[algo]:,.0f}", ratio])
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--games", nargs="+", choices=MINATAR_GAMES, default=list(MINATAR_GAMES))
     parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=int, default=20)
     add_jobs_option(parser)
     add_overrides_option(parser, "replay_ratio=4")
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     add_run_dir_options(parser, "game")
     return parser
 
@@ -357,10 +357,9 @@ def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
-    unknown = set(overrides) - set(ACER_DEFAULT) - set(inspect.signature(ACER).parameters)
-    if unknown:
-        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+    check_overrides(overrides, set(ACER_DEFAULT) | set(inspect.signature(ACER).parameters))
     # Seed by seed, the algorithms one after the other: whatever else the machine runs meanwhile slows them
     # alike, and a stopped benchmark leaves whole seeds.
     jobs: list[Job] = [
@@ -377,10 +376,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="minatar_games.py",
             args=argv or sys.argv[1:],
-            machine=(
-                f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores, "
-                f"torch threads 1, {args.jobs} parallel job(s)"
-            ),
+            machine=machine_description(threads=1, jobs=args.jobs),
             results=results,
             acer_overrides=overrides,
             window=WINDOW,

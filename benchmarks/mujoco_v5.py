@@ -24,7 +24,7 @@ each, 1M steps, on the **-v3** tasks (mujoco-py), deterministic evaluation; quot
 The report seeds, 10-12, were fixed before any 1M-step run (the candidate settings were tried on seeds 0
 and 1). Usage::
 
-    python benchmarks/mujoco_v5.py --seeds 10 11 12 --timesteps 1000000 \\
+    python -m benchmarks.mujoco_v5 --seeds 10 11 12 --timesteps 1000000 \\
         --run-dir benchmarks/results/mujoco_1m_runs --out benchmarks/results/mujoco_1m.json
 """
 
@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
-import platform
 import statistics
 import sys
 import time
@@ -47,18 +45,23 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.common import (
     Job,
     add_jobs_option,
+    add_out_option,
     add_overrides_option,
     add_run_dir_options,
+    check_overrides,
+    commit_at_start,
     jobs_to_run,
     kept_runs,
+    machine_description,
+    markdown_table,
+    mean_std,
     parse_overrides,
     run_jobs,
     run_or_load,
+    script_parser,
     write_results,
 )
 from benchmarks.minatar_games import WINDOW, CurveRecorder, RunResult
@@ -158,7 +161,7 @@ ACER_DEFAULT: dict[str, Any] = dict(
     ent_coef=0.01,
 )
 # HalfCheetah-v5 and Ant-v5: the paper's fixed sigma 0.3 without the entropy bonus (its entropy is constant),
-# chosen on seeds 0-1 at 300k steps (benchmarks/results/mujoco_tuning_300k/): greedy evaluations of 3880 and
+# chosen on seeds 0-1 at 300k steps (results/tuning/mujoco_tuning_300k/): greedy evaluations of 3880 and
 # 972 (Ant standing still) against 936 and -6 with the learned log-std and its entropy bonus. On Walker2d-v5
 # the fixed sigma did worse (558 against 1501).
 LARGE_NETWORK = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]))"
@@ -167,25 +170,25 @@ FIXED_SIGMA = dict(
     policy_kwargs="dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.3)",
     ent_coef=0.0,
 )
-# Ant-v5: sigma 0.1 (seeds 0-1, 300k steps, benchmarks/results/mujoco_tuning_300k/): a final training return
+# Ant-v5: sigma 0.1 (seeds 0-1, 300k steps, results/tuning/mujoco_tuning_300k/): a final training return
 # of 915 and an evaluation of 961, against 245 and 972 with sigma 0.3, whose training return falls as it
 # trains (its episodes shorten, 700 to 390 steps in 180k, while the mean stays inside the bounds);
 # normalised rewards made it worse (37 and 167).
 SMALL_SIGMA = "dict(net_arch=dict(pi=[256, 256], qf=[256, 256]), fixed_std=0.1)"
 # HalfCheetah-v5: the paper's MuJoCo settings for the trust region's average policy (alpha 0.995) and the
-# truncation (c 5), tried at 1M steps on seeds 0-1 (benchmarks/results/mujoco_tuning_1m/): greedy evaluations
+# truncation (c 5), tried at 1M steps on seeds 0-1 (results/tuning/mujoco_tuning_1m/): greedy evaluations
 # of 6478 and 7214 and final training returns of 5536 and 6233, against 5535 and 3101 (seed 0) without them.
 # A replay memory of 50000 steps per env did worse (4467 and 4006). On seeds 2-3 runs stayed near half of
 # PPO's return with these settings and the previous ones alike: about half the runs find the fast gait.
 PAPER_MUJOCO = dict(alpha=0.995, correction_term=5.0)
 # HalfCheetah-v5 and Walker2d-v5: 8 envs and replay ratio 8 (each step replayed about twice as often, in
 # batches twice as large, for about as many updates), chosen on seeds 0-3 at 1M steps
-# (benchmarks/results/mujoco_tuning_1m/). On the report seeds neither did better than with 4 envs (those runs
-# are in mujoco_1m_hc_env4/ and mujoco_1m_walker_env4/); CHANGELOG has the numbers.
+# (results/tuning/mujoco_tuning_1m/). On the report seeds neither did better than with 4 envs (those runs
+# are in tuning/mujoco_1m_hc_env4/ and tuning/mujoco_1m_walker_env4/); docs/tuning.md has the numbers.
 MORE_ENVS = dict(n_envs=8, replay_ratio=8)
 # HalfCheetah-v5: the zoo's PPO layers (ReLU, no orthogonal initialisation) with the fixed sigma, chosen on
-# seeds 0-4 at 1M steps (benchmarks/results/mujoco_tuning_1m/hc_relu_env8/). Its tanh runs on the report
-# seeds are in mujoco_1m_hc_tanh_env8/; CHANGELOG has the numbers.
+# seeds 0-4 at 1M steps (results/tuning/mujoco_tuning_1m/hc_relu_env8/). Its tanh runs on the report
+# seeds are in tuning/mujoco_1m_hc_tanh_env8/; docs/tuning.md has the numbers.
 RELU_SIGMA = (
     "dict(net_arch=dict(pi=[256,256],qf=[256,256]),fixed_std=0.3,activation_fn=nn.ReLU,ortho_init=False)"
 )
@@ -273,20 +276,20 @@ def run_one(
     )
 
 
-def spread(values: list[float]) -> str:
-    std = statistics.pstdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {std:.1f}"
-
-
 def summarise(results: list[RunResult]) -> str:
     """A markdown table: per env and algorithm, the mean (± std over seeds) of the final training return and
     of the evaluation, the median steps/s and its ratio to PPO's in the same run; then the zoo's SAC and
     TD3."""
-    lines = [
-        "| env | algo | seeds | final return, last 100 training episodes | deterministic eval "
-        "| env steps/s | steps/s / PPO's |",
-        "|---|---|---|---|---|---|---|",
+    header = [
+        "env",
+        "algo",
+        "seeds",
+        "final return, last 100 training episodes",
+        "deterministic eval",
+        "env steps/s",
+        "steps/s / PPO's",
     ]
+    rows: list[list[object]] = []
     for env_id in [e for e in MUJOCO_ENVS if any(r.env_id == e for r in results)]:
         speed = {
             algo: statistics.median(
@@ -298,23 +301,20 @@ def summarise(results: list[RunResult]) -> str:
             runs = [r for r in results if (r.env_id, r.algo) == (env_id, algo)]
             finals = [r.final_train_return for r in runs if r.final_train_return is not None]
             ratio = f"{speed[algo] / speed['PPO']:.2f}" if "PPO" in speed else "-"
-            lines.append(
-                f"| {env_id} | {algo} | {len(runs)} | {spread(finals) if finals else '-'} | "
-                f"{spread([r.final_eval_mean for r in runs])} | {speed[algo]:,.0f} | {ratio} |"
-            )
+            final = mean_std(finals) if finals else "-"
+            evaluation = mean_std([r.final_eval_mean for r in runs])
+            rows.append([env_id, algo, len(runs), final, evaluation, f"{speed[algo]:,.0f}", ratio])
         for algo, figure in ZOO_OFF_POLICY[env_id].items():
             if figure is not None:
-                lines.append(
-                    f"| {env_id} | {algo} (zoo, -v3) | 1 | - | {figure[0]:.1f} ± {figure[1]:.1f} | - | - |"
+                rows.append(
+                    [env_id, f"{algo} (zoo, -v3)", 1, "-", f"{figure[0]:.1f} ± {figure[1]:.1f}", "-", "-"]
                 )
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", choices=MUJOCO_ENVS, default=list(MUJOCO_ENVS))
     parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[10, 11, 12])
@@ -322,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=int, default=10)
     add_overrides_option(parser, "replay_ratio=8")
     add_jobs_option(parser)
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     add_run_dir_options(parser, "env")
     return parser
 
@@ -334,10 +334,9 @@ def run_job(job: Job, run_dir: Path | None = None) -> RunResult:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
     overrides = parse_overrides(args.overrides)
-    unknown = set(overrides) - set(PRESET_KEYS) - set(inspect.signature(ACER).parameters)
-    if unknown:
-        raise SystemExit(f"--set: unknown ACER settings {sorted(unknown)}")
+    check_overrides(overrides, set(PRESET_KEYS) | set(inspect.signature(ACER).parameters))
     # Seed by seed, the algorithms one after the other: whatever else the machine runs meanwhile slows them
     # alike, and a stopped benchmark leaves whole seeds.
     jobs: list[Job] = [
@@ -354,10 +353,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="mujoco_v5.py",
             args=argv or sys.argv[1:],
-            machine=(
-                f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores, "
-                f"torch threads 1, {args.jobs} parallel job(s)"
-            ),
+            machine=machine_description(threads=1, jobs=args.jobs),
             results=results,
             acer_overrides=overrides,
             window=WINDOW,

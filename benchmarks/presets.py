@@ -17,7 +17,7 @@ runs share the machine, so the timing benchmark is ``classic_control.py``, not t
 
 Usage::
 
-    python benchmarks/presets.py --envs MountainCar-v0 --seeds 0 1 2 --jobs 2 \\
+    python -m benchmarks.presets --envs MountainCar-v0 --seeds 0 1 2 --jobs 2 \\
         --out benchmarks/results/presets_mountaincar.json
 
 ``--set key=value`` overrides a preset entry (for tuning; results written with overrides say so).
@@ -28,13 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import platform
-import statistics
 import sys
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -44,9 +41,17 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, parse_overrides, write_results
+from benchmarks.common import (
+    ThresholdTracker,
+    add_out_option,
+    commit_at_start,
+    machine_description,
+    markdown_table,
+    mean_std,
+    parse_overrides,
+    script_parser,
+    write_results,
+)
 from sb3_acer import ACER
 from sb3_acer.presets import (
     env_wrappers,
@@ -170,36 +175,40 @@ def _run_packed(job: tuple[str, int, dict[str, Any], int]) -> PresetResult:
     return run_one(*job)
 
 
-def _mean_std(values: list[float]) -> str:
-    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {spread:.1f}"
-
-
 def summarise(results: list[PresetResult]) -> str:
-    lines = [
-        "| env | seeds | env steps | eval, stochastic (mean ± std over seeds) | eval, deterministic "
-        "| last 100 training episodes | seeds reaching threshold | SB2 zoo |",
-        "|---|---|---|---|---|---|---|---|",
+    header = [
+        "env",
+        "seeds",
+        "env steps",
+        "eval, stochastic (mean ± std over seeds)",
+        "eval, deterministic",
+        "last 100 training episodes",
+        "seeds reaching threshold",
+        "SB2 zoo",
     ]
+    rows = []
     for env_id in sorted({r.env_id for r in results}):
         runs = [r for r in results if r.env_id == env_id]
         solved = sum(r.steps_to_threshold is not None for r in runs)
         zoo = SB2_ZOO.get(env_id)
-        lines.append(
-            f"| {env_id} | {len(runs)} | {runs[0].n_timesteps:,} | "
-            f"{_mean_std([r.eval_stochastic_mean for r in runs])} | "
-            f"{_mean_std([r.eval_deterministic_mean for r in runs])} | "
-            f"{_mean_std([r.last100_train_mean for r in runs])} | {solved}/{len(runs)} | "
-            f"{'-' if zoo is None else f'{zoo:.2f}'} |"
+        rows.append(
+            [
+                env_id,
+                len(runs),
+                f"{runs[0].n_timesteps:,}",
+                mean_std([r.eval_stochastic_mean for r in runs]),
+                mean_std([r.eval_deterministic_mean for r in runs]),
+                mean_std([r.last100_train_mean for r in runs]),
+                f"{solved}/{len(runs)}",
+                "-" if zoo is None else f"{zoo:.2f}",
+            ]
         )
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", required=True)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--eval-episodes", type=int, default=100)
@@ -212,12 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override preset entries (repeatable: each --set adds to the previous ones)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     overrides = parse_overrides(args.set)
     jobs = [(env_id, seed, overrides, args.eval_episodes) for env_id in args.envs for seed in args.seeds]
@@ -238,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="presets.py",
             args=argv or sys.argv[1:],
-            machine=f"{platform.machine()}, {multiprocessing.cpu_count()} cores, torch threads 1",
+            machine=machine_description(threads=1, jobs=args.jobs),
             results=results,
         )
 

@@ -17,8 +17,8 @@ All runs happen in one process, one after the other, with ``torch.set_num_thread
 
 Usage::
 
-    python benchmarks/recurrent_cartpole.py --seeds 0 1 2 --out benchmarks/results/recurrent_cartpole.json
-    python benchmarks/recurrent_cartpole.py --with-velocities --policies MlpPolicy \
+    python -m benchmarks.recurrent_cartpole --seeds 0 1 2 --out benchmarks/results/recurrent_cartpole.json
+    python -m benchmarks.recurrent_cartpole --with-velocities --policies MlpPolicy \
         --out benchmarks/results/recurrent_cartpole_control.json
 
 prints one JSON line per run, then a markdown table. The second command is the control: the same
@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -45,9 +43,17 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import ThresholdTracker, parse_overrides, write_results
+from benchmarks.common import (
+    ThresholdTracker,
+    add_out_option,
+    commit_at_start,
+    machine_description,
+    markdown_table,
+    mean_std,
+    parse_overrides,
+    script_parser,
+    write_results,
+)
 from sb3_acer import ACER
 from sb3_acer.segment import Segment
 
@@ -174,31 +180,38 @@ def run_one(
 
 
 def summarise(results: list[RunResult]) -> str:
-    lines = [
-        "| observation | policy | seeds | final eval return (mean ± std over seeds) | per seed "
-        "| last 20 training episodes | update µs / sample | env steps/s |",
-        "|---|---|---|---|---|---|---|---|",
+    header = [
+        "observation",
+        "policy",
+        "seeds",
+        "final eval return (mean ± std over seeds)",
+        "per seed",
+        "last 20 training episodes",
+        "update µs / sample",
+        "env steps/s",
     ]
+    rows = []
     for velocities, policy in dict.fromkeys((r.velocities, r.policy) for r in results):
         runs = [r for r in results if r.policy == policy and r.velocities == velocities]
         evals = [r.final_eval_mean for r in runs]
-        spread = statistics.pstdev(evals) if len(evals) > 1 else 0.0
-        observation = "x, x_dot, theta, theta_dot" if velocities else "x, theta"
-        lines.append(
-            f"| {observation} | {policy} | {len(runs)} | {statistics.mean(evals):.1f} ± {spread:.1f} | "
-            f"{', '.join(f'{e:.0f}' for e in evals)} | "
-            f"{statistics.mean(r.last_train_returns_mean for r in runs):.1f} | "
-            f"{statistics.median(r.update_us_per_sample for r in runs):.0f} | "
-            f"{statistics.median(r.steps_per_second for r in runs):,.0f} |"
+        rows.append(
+            [
+                "x, x_dot, theta, theta_dot" if velocities else "x, theta",
+                policy,
+                len(runs),
+                mean_std(evals),
+                ", ".join(f"{e:.0f}" for e in evals),
+                f"{statistics.mean(r.last_train_returns_mean for r in runs):.1f}",
+                f"{statistics.median(r.update_us_per_sample for r in runs):.0f}",
+                f"{statistics.median(r.steps_per_second for r in runs):,.0f}",
+            ]
         )
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--policies", nargs="+", default=["MlpLstmPolicy", "MlpPolicy"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--timesteps", type=int, default=N_TIMESTEPS, help="env steps per run")
@@ -217,12 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="control: train on CartPole-v1 with its velocities (any policy should solve it)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="write all results as JSON here")
+    add_out_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     overrides = parse_overrides(args.set)
     th.set_num_threads(args.threads)
@@ -241,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
             args.out,
             script="recurrent_cartpole.py",
             args=argv or sys.argv[1:],
-            machine=f"{platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}",
+            machine=machine_description(threads=args.threads),
             results=results,
             hyperparameters={**HYPERPARAMETERS, "n_envs": N_ENVS, **overrides},
             recurrent_policy_kwargs=RECURRENT_POLICY_KWARGS,

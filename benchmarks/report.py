@@ -7,9 +7,9 @@ equals what this script writes.
 
 Usage::
 
-    python benchmarks/report.py            # rewrite the tables in README.md and docs/**/*.md
-    python benchmarks/report.py --check    # exit 1 if a page differs from what would be written
-    python benchmarks/report.py --plots    # also draw docs/images/lunarlander.png (needs matplotlib)
+    python -m benchmarks.report            # rewrite the tables in README.md and docs/**/*.md
+    python -m benchmarks.report --check    # exit 1 if a page differs from what would be written
+    python -m benchmarks.report --plots    # also draw docs/images/lunarlander.png (needs matplotlib)
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ import pathlib
 import re
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from benchmarks.common import markdown_table as table
+from benchmarks.common import mean_std as pm
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -44,22 +47,9 @@ def load(name: str) -> Any:
     return json.loads((RESULTS / name).read_text())
 
 
-def pm(values: Sequence[float], digits: int = 1) -> str:
-    """``mean ± std`` over seeds (the population std, as every record was summarised)."""
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
-
-
 def steps(n: float) -> str:
     """A step count as ``40k`` or ``1M``."""
     return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k"
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
-    """A Markdown table; ``align`` holds one ``l`` or ``r`` per column (left by default)."""
-    align = align or "l" * len(header)
-    rule = ["---:" if a == "r" else "---" for a in align]
-    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
-    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
 
 
 def by_env(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -467,12 +457,159 @@ def minatar() -> str:
     return table(header, rows, "llrrrr")
 
 
+# ---------------------------------------------------------------------------------------------- summary
+
+
+class Comparison(NamedTuple):
+    """One row of the summary: ACER's figure on one env beside the best of the peers measured with it."""
+
+    family: str
+    env: str
+    measure: str
+    acer: float
+    peer: str
+    peer_value: float
+    lower_is_better: bool = False
+    digits: int = 1
+
+    @property
+    def acer_leads(self) -> bool:
+        return self.acer < self.peer_value if self.lower_is_better else self.acer > self.peer_value
+
+
+def best(candidates: dict[str, float], lower_is_better: bool = False) -> tuple[str, float]:
+    """The peer with the best figure (the first of equals)."""
+    pick = min if lower_is_better else max
+    name = pick(candidates, key=lambda peer: candidates[peer])
+    return name, candidates[name]
+
+
+def mean_of(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.fmean(column(runs, key))
+
+
+def threshold_comparisons(name: str) -> list[Comparison]:
+    """Median steps to the threshold on a ``classic_control.py`` record (a seed that never reaches it
+    counts as the budget)."""
+    rows = []
+    for env_id, runs in by_env(load(name)["results"]).items():
+        medians = {}
+        for algo in ALGORITHMS:
+            mine = [run for run in runs if run["algo"] == algo]
+            if mine:
+                reached = middle(column(mine, "steps_to_threshold"))
+                medians[algo] = float(mine[0]["n_timesteps"] if reached is None else reached)
+        acer = medians.pop("ACER")
+        peer, value = best(medians, lower_is_better=True)
+        measure = f"median steps to {thresholds()[env_id]:g}"
+        rows.append(Comparison("Classic control", env_id, measure, acer, peer, value, True, 0))
+    return rows
+
+
+def anchor_comparison(family: str, record: str) -> list[Comparison]:
+    """A ``presets.py`` record's sampled-action evaluation beside the SB2 zoo's agent and SB2's own ACER."""
+    rows = []
+    for env_id, runs in by_env(load(record)["results"]).items():
+        peers = {"SB2's own ACER": mean_of(load(SB2_FILES[env_id])["results"], "eval_stochastic_mean")}
+        zoo = load("anchors.json")["sb2_zoo_acer"]["scores"][ZOO_ID.get(env_id, env_id)][0]
+        if zoo is not None:
+            peers["SB2 zoo's agent"] = zoo
+        peer, value = best(peers)
+        acer = mean_of(runs, "eval_stochastic_mean")
+        rows.append(Comparison(family, env_id, "evaluation, sampled actions", acer, peer, value))
+    return rows
+
+
+def peer_comparisons(
+    family: str, grouped: dict[str, dict[str, list[dict[str, Any]]]], key: str, measure: str
+) -> list[Comparison]:
+    """ACER's mean ``key`` on each env of ``grouped`` beside the best of the other algorithms' means."""
+    rows = []
+    for env_id, by_algo in grouped.items():
+        means = {algo: mean_of(runs, key) for algo, runs in by_algo.items()}
+        acer = means.pop("ACER")
+        rows.append(Comparison(family, env_id, measure, acer, *best(means)))
+    return rows
+
+
+def atari_comparison() -> Comparison:
+    """Pong's env steps/s with each library's ``run_atari`` set-up, sb3-acer against SB2's ACER."""
+    sb2 = load("sb2_atari_speed_sb2.json")["steps_per_second"]
+    ours = load("sb2_atari_speed_sb3acer_ale_vector.json")["steps_per_second"]
+    return Comparison("Atari", "Pong", "env steps/s, same CPU", ours, "SB2's own ACER", sb2, digits=0)
+
+
+def comparisons() -> list[Comparison]:
+    """Every family of environments against its best peer, as the summary shows them."""
+    pendulum = groups(load("classic_control_pendulum.json")["results"], ALGORITHMS)
+    return [
+        *threshold_comparisons("classic_control_cartpole_fresh_seeds.json"),
+        *threshold_comparisons("classic_control_acrobot_fresh_seeds.json"),
+        *anchor_comparison("Classic control", "presets_mountaincar_fresh_seeds.json"),
+        *anchor_comparison("Box2D", "presets_lunarlander.json"),
+        *peer_comparisons("Continuous control", pendulum, "final_eval_mean", "greedy evaluation"),
+        *peer_comparisons(
+            "MuJoCo",
+            groups(load("mujoco_1m.json")["results"], MUJOCO_ALGORITHMS),
+            "final_eval_mean",
+            "deterministic evaluation, 1M steps",
+        ),
+        *peer_comparisons("MinAtar", minatar_groups(), "final_train_return", "final return, 1M steps"),
+        atari_comparison(),
+    ]
+
+
+def summary() -> str:
+    """The results page's opening table: each env's figure for ACER beside the best peer's."""
+    rows = []
+    for row in comparisons():
+        acer, peer = (f"{value:,.{row.digits}f}" for value in (row.acer, row.peer_value))
+        rows.append(
+            [row.family, row.env, row.measure, f"**{acer}**" if row.acer_leads else acer, row.peer, peer]
+        )
+    header = ["family", "env", "measure", "sb3-acer", "best peer", "its figure"]
+    return table(header, rows, "lllrlr")
+
+
+def headline_sentence() -> str:
+    """The home page's and README's one-sentence result, counted from the summary's rows."""
+    rows = comparisons()
+
+    def leads(family: str) -> str:
+        mine = [row for row in rows if row.family == family]
+        return f"{sum(row.acer_leads for row in mine)} of {len(mine)}"
+
+    cartpole = next(row for row in rows if row.env == "CartPole-v1")
+    return (
+        f"At a million env steps ACER's final return leads the best of SB3's PPO, A2C and DQN on "
+        f"{leads('MinAtar')} MinAtar games, and its evaluation leads SB3's PPO on {leads('MuJoCo')} MuJoCo "
+        f"tasks; on CartPole-v1 it reaches a return of 475 in {cartpole.acer:,.0f} steps (median), "
+        f"{cartpole.peer} in {cartpole.peer_value:,.0f}.\n"
+    )
+
+
+def summary_figure() -> str:
+    """The summary's figure, with its record, the command that made it and the commit."""
+    meta = load("minatar_1m.json")["meta"]
+    return (
+        "![MinAtar SpaceInvaders: ACER, PPO, A2C and DQN](images/minatar_spaceinvaders.png)"
+        '{ width="400" }\n\n'
+        "MinAtar SpaceInvaders, mean training return over the seeds (shaded: ± std): record "
+        "[`minatar_1m.json`](../benchmarks/results/minatar_1m.json), commit "
+        f"`{meta['commit']}`, drawn by `python -m benchmarks.report --plots`; its command is in "
+        "[MinAtar](#minatar-learning-from-pixels-on-a-cpu).\n"
+    )
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "classic-control": classic_control,
     "mountaincar-fresh-seeds": mountaincar_fresh_seeds,
     "lunarlander": lunarlander,
     "lunarlander-sentence": lunarlander_sentence,
     "headline": headline,
+    "summary": summary,
+    "summary-figure": summary_figure,
+    "headline-sentence": headline_sentence,
     "against-a2c-ppo": against_a2c_ppo,
     "fresh-seeds": fresh_seeds,
     "pendulum": pendulum,
@@ -594,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_mujoco(ROOT / "docs" / "images")
     if args.check and stale:
         print(
-            f"stale tables in: {', '.join(map(str, stale))} (run python benchmarks/report.py)",
+            f"stale tables in: {', '.join(map(str, stale))} (run python -m benchmarks.report)",
             file=sys.stderr,
         )
         return 1

@@ -1,7 +1,7 @@
 """Atari training speed, SB2's ACER against sb3-acer, each with its own ``run_atari`` set-up, on one machine.
 
 The same script runs under both libraries' environments (``--library sb2`` under SB2's Python 3.7
-environment, see docs/benchmarks.md "SB2's own ACER, run here"; ``--library sb3-acer`` under this
+environment, see docs/results.md "Against SB2's own ACER"; ``--library sb3-acer`` under this
 package's), so both sides are timed by the same code:
 
 * SB2 (``stable_baselines/acer/run_atari.py``): ``make_atari_env`` (``SubprocVecEnv`` of ``--n-envs`` games
@@ -18,8 +18,8 @@ process's resident memory is recorded before and after ``learn``: run long enoug
 
 Usage::
 
-    sb2/bin/python benchmarks/sb2_atari_speed.py --library sb2 --out sb2.json
-    python benchmarks/sb2_atari_speed.py --library sb3-acer --sampler ale-vector --out sb3acer.json
+    sb2/bin/python -m benchmarks.sb2_atari_speed --library sb2 --out sb2.json
+    python -m benchmarks.sb2_atari_speed --library sb3-acer --sampler ale-vector --out sb3acer.json
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import argparse
 import json
 import os
 import platform
-import shlex
 import sys
 import time
 import warnings
+
+from benchmarks.provenance import command_line, source_commit
 
 
 def build_model(library: str, env_id: str, n_envs: int, seed: int, sampler: str):
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    commit = source_commit()  # stops here, before the run, where no commit can be recorded
     env, model = build_model(args.library, args.env, args.n_envs, args.seed, args.sampler)
     before = resident_mb()
     start = time.perf_counter()
@@ -109,8 +111,9 @@ def main(argv: list[str] | None = None) -> dict:
         # The learner process only: SB2's games run in subprocesses, sb3-acer's in this process (threads).
         "resident_mb_before_learn": before,
         "resident_mb_after_learn": after,
-        "command": " ".join(shlex.quote(a) for a in ["python", "benchmarks/sb2_atari_speed.py", *argv]),
+        "command": command_line("sb2_atari_speed", argv),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "commit": commit,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "python": platform.python_version(),
         **versions(args.library),

@@ -7,14 +7,14 @@ standard deviation over seeds of each seed's 100-episode evaluation), the same e
 separately seeded env, sampled and greedy actions), the same training-curve summary.
 
 It runs under its own Python 3.7 environment with TensorFlow 1.15 and stable-baselines 2.10.2, not under this
-package's virtualenv; docs/benchmarks.md ("SB2 itself, over seeds") gives the set-up commands. The training
+package's virtualenv; docs/results.md ("Against SB2's own ACER") gives the set-up commands. The training
 set-up follows the zoo's ``train.py`` of 2018: ``DummyVecEnv`` of ``n_envs`` envs, env ``rank`` seeded with
 ``seed + rank`` and wrapped in ``Monitor``, the model built from ``hyperparams/acer.yml`` with everything else
 left at SB2's defaults. Time limits end episodes as terminal states, as SB2 did.
 
 Usage (from the repository root, with the SB2 environment's interpreter)::
 
-    python benchmarks/sb2_reference.py --env LunarLander-v2 --seeds 0 1 2 3 --jobs 2 \\
+    python -m benchmarks.sb2_reference --env LunarLander-v2 --seeds 0 1 2 3 --jobs 2 \\
         --out benchmarks/results/sb2_reference_lunarlander.json
 """
 
@@ -25,11 +25,12 @@ import json
 import multiprocessing
 import os
 import platform
-import shlex
 import statistics
 import sys
 import time
 import warnings
+
+from benchmarks.provenance import command_line, source_commit
 
 # rl-baselines-zoo hyperparams/acer.yml (2018), the entries that are not SB2 defaults; n_envs and n_timesteps
 # are the zoo's too. The stored agents' pickles confirm lr_schedule "linear" (SB2's default).
@@ -147,8 +148,8 @@ def run_one(job: tuple[str, int, int, int]) -> dict:
     }
 
 
-# benchmarks/presets.py's summary and benchmarks/common.py's command_line, restated because that module
-# imports torch and SB3 (and shlex.join needs Python 3.8), which SB2's Python 3.7 environment does not have.
+# benchmarks/presets.py's summary, restated because that module imports torch and SB3, which SB2's Python 3.7
+# environment does not have.
 def _mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.1f} ± {statistics.pstdev(values):.1f}"
 
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    commit = source_commit()  # stops here, before any run, where no commit can be recorded
     n_timesteps = args.timesteps or int(ZOO[args.env]["n_timesteps"])
     jobs = [(args.env, seed, n_timesteps, args.eval_episodes) for seed in args.seeds]
     with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
@@ -193,10 +195,9 @@ def main(argv: list[str] | None = None) -> None:
         print("seed {seed}: {eval_stochastic_mean:.1f} (greedy {eval_deterministic_mean:.1f})".format(**r))
     if args.out:
         meta = {
-            "command": " ".join(
-                shlex.quote(a) for a in ["python", "benchmarks/sb2_reference.py", *_without_out(argv)]
-            ),
+            "command": command_line("sb2_reference", _without_out(argv)),
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "commit": commit,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, TF session threads 1",
             "python": platform.python_version(),
             "stable_baselines": stable_baselines.__version__,

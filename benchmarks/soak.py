@@ -10,7 +10,7 @@ first sample after full).
 
 Usage::
 
-    python benchmarks/soak.py --timesteps 1000000 --out soak.json
+    python -m benchmarks.soak --timesteps 1000000 --out soak.json
 
 prints one JSON line per sample while running, then the summary as JSON and as a Markdown table; the exit
 status is 1 if the growth exceeds the limit.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -32,10 +31,8 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import sb3_acer
-from benchmarks.common import command_line, git_commit
+from benchmarks.common import command_line, commit_at_start, machine_description, script_parser
 from sb3_acer import ACER
 
 MB = 1024 * 1024
@@ -126,9 +123,7 @@ def markdown(samples: list[dict[str, Any]], summary: dict[str, Any], rows: int =
 
 def build_parser() -> argparse.ArgumentParser:
     """This script's command line (tests/test_docs.py parses the documented ones with it)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps (default 1000000)")
     parser.add_argument("--n-envs", type=int, default=4, help="CartPole-v1 envs (default 4)")
     parser.add_argument("--sample-every", type=int, default=10_000, help="env steps between samples")
@@ -140,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    commit_at_start()  # stops here, before any run, where no commit can be recorded
 
     th.set_num_threads(1)
     env = make_vec_env("CartPole-v1", n_envs=args.n_envs, seed=args.seed)
@@ -153,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     result = dict(
         command=command_line("soak.py", argv if argv is not None else sys.argv[1:]),
         date=time.strftime("%Y-%m-%d"),
-        commit=git_commit(),
+        commit=commit_at_start(),
         timesteps=model.num_timesteps,
         n_envs=args.n_envs,
         seconds=round(seconds, 1),
@@ -164,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             sb3_acer=sb3_acer.__version__,
             torch=th.__version__,
             python=platform.python_version(),
-            machine=f"{platform.machine()}, {os.cpu_count()} cores, torch threads {th.get_num_threads()}",
+            machine=machine_description(threads=th.get_num_threads()),
         ),
         summary=summary,
         samples=sampler.samples,

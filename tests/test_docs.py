@@ -28,7 +28,7 @@ from importlib import metadata
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP_MARKER = "# doctest: skip-run"
 #: A fenced block: optional indentation (blocks inside lists), ``` and the info string, the body, ```.
 FENCE = re.compile(
@@ -204,12 +204,12 @@ def _check_pip(args: list[str]) -> None:
             assert arg in ("-e", "."), f"unexpected pip argument {arg!r}"
 
 
-def _check_benchmark(script: str, args: list[str]) -> None:
-    path = pathlib.PurePosixPath(script)
-    assert path.parent == pathlib.PurePosixPath("benchmarks") and (ROOT / path).is_file(), script
-    module = importlib.import_module(f"benchmarks.{path.stem}")
+def _check_benchmark(name: str, args: list[str]) -> None:
+    """``python -m benchmarks.NAME ARGS``: a script of benchmarks/ whose own parser takes ARGS."""
+    assert re.fullmatch(r"benchmarks\.\w+", name) and (ROOT / f"{name.replace('.', '/')}.py").is_file(), name
+    module = importlib.import_module(name)
     namespace = module.build_parser().parse_args(args)
-    if path.stem == "presets":
+    if name == "benchmarks.presets":
         from sb3_acer import ACER
         from sb3_acer.presets import RUN_KEYS, available_presets
 
@@ -282,8 +282,8 @@ def check_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         _run_zoo(args[2:])
     elif program == "python" and args[:2] == ["-m", "sb3_acer.run_atari"]:
         _run_atari(args[2:], capsys)
-    elif program.split("/")[-1].startswith("python") and args and args[0].endswith(".py"):
-        _check_benchmark(args[0], args[1:])
+    elif program.split("/")[-1].startswith("python") and args[:1] == ["-m"] and len(args) > 1:
+        _check_benchmark(args[1], args[2:])
     else:
         pytest.fail(f"a documented command of no known kind: {shlex.join(argv)}")
 
@@ -315,15 +315,21 @@ def test_unknown_commands_fail(capsys: pytest.CaptureFixture[str]) -> None:
         check_command(["curl", "example"], capsys)
     with pytest.raises(pytest.fail.Exception, match=r"no known kind: python3\.7 -c 1"):
         check_command(["python3.7", "-c", "1"], capsys)
+    with pytest.raises(AssertionError, match=r"benchmarks\.nope"):  # no such script in benchmarks/
+        check_command(["python", "-m", "benchmarks.nope"], capsys)
+    with pytest.raises(pytest.fail.Exception, match=r"no known kind: python benchmarks/presets\.py"):
+        check_command(["python", "benchmarks/presets.py"], capsys)  # the scripts run as modules
     with pytest.raises(SystemExit):  # argparse rejects an option the script does not have
-        check_command(["python", "benchmarks/presets.py", "--envs", "CartPole-v1", "--no-such-flag"], capsys)
+        check_command(
+            ["python", "-m", "benchmarks.presets", "--envs", "CartPole-v1", "--no-such-flag"], capsys
+        )
     with pytest.raises(AssertionError, match=r"exit code 2: error: no model file 'missing\.zip'"):
         check_command(["sb3-acer", "enjoy", "missing.zip"], capsys)
     with pytest.raises(AssertionError, match="no extra 'nope'"):
         check_command(["pip", "install", "-e", ".[nope]"], capsys)
     with pytest.raises(AssertionError, match=r"--set names no setting: \['lerning_rate'\]"):
         check_command(
-            ["python", "benchmarks/presets.py", "--envs", "CartPole-v1", "--set", "lerning_rate=1"], capsys
+            ["python", "-m", "benchmarks.presets", "--envs", "CartPole-v1", "--set", "lerning_rate=1"], capsys
         )
 
 

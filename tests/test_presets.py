@@ -84,7 +84,7 @@ def test_presets_benchmark_script_runs_and_records(
     options += ["--out", str(out)]
     bench.main(["--envs", "CartPole-v1", *options])
     data = json.loads(out.read_text())
-    assert data["meta"]["command"].startswith("python benchmarks/presets.py --envs CartPole-v1")
+    assert data["meta"]["command"].startswith("python -m benchmarks.presets --envs CartPole-v1")
     runs = data["results"]
     assert [r["seed"] for r in runs] == [0, 1]
     assert all(
@@ -214,24 +214,37 @@ def test_presets_benchmark_overrides_parse_values() -> None:
         parse_overrides(["learning_rate"])
 
 
-def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path) -> None:
-    """A recorded command pastes back into a shell as the same arguments (e.g. a dict passed to --set)."""
-    from benchmarks.common import git_commit, write_results
+def test_the_benchmarks_share_one_table_and_one_settings_check() -> None:
+    from benchmarks.common import check_overrides, markdown_table, mean_std
 
+    assert markdown_table(["a", "b"], [[1, 2.5]], "lr") == "| a | b |\n| --- | ---: |\n| 1 | 2.5 |\n"
+    assert mean_std([1.0, 3.0]) == "2.0 ± 1.0" and mean_std([2.0], digits=2) == "2.00 ± 0.00"
+    check_overrides({"learning_rate": 1.0}, ["learning_rate"])
+    with pytest.raises(SystemExit, match=r"--set: unknown ACER settings \['lerning_rate'\]"):
+        check_overrides({"lerning_rate": 1.0}, ["learning_rate"])
+
+
+def test_recorded_command_is_shell_quoted(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recorded command pastes back into a shell as the same arguments (e.g. a dict passed to --set)."""
+    from benchmarks.common import write_results
+    from benchmarks.provenance import COMMIT_VARIABLE, git_commit
+
+    if git_commit() is None:  # an unpacked sdist: the commit it came from is stated
+        monkeypatch.setenv(COMMIT_VARIABLE, "0123abc")
     args = ["--envs", "LunarLander-v3", "--set", "policy_kwargs={'net_arch': [64, 64]}", "n_steps=40"]
     out = tmp_path / "r.json"
     write_results(out, script="presets.py", args=args, machine="m", results=[])
     meta = json.loads(out.read_text())["meta"]
-    assert shlex.split(meta["command"]) == ["python", "benchmarks/presets.py", *args]
-    assert meta["commit"] == git_commit()
-    if (pathlib.Path(__file__).resolve().parents[1] / ".git").exists():
-        assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", meta["commit"])
-    else:  # an unpacked sdist, even inside another repository: no commit of ours to record
-        assert meta["commit"] is None
+    assert shlex.split(meta["command"]) == ["python", "-m", "benchmarks.presets", *args]
+    assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", meta["commit"])
+    assert meta["commit"] in (git_commit(), "0123abc")
 
 
-def test_no_commit_is_recorded_for_a_copy_inside_another_repository(tmp_path: pathlib.Path) -> None:
-    """Before, an unpacked sdist inside some other git repository recorded that repository's commit."""
+def test_a_copied_tree_records_the_stated_commit_or_stops(tmp_path: pathlib.Path) -> None:
+    """A copy of the benchmarks (an unpacked sdist, a tree sent to a GPU machine), even inside some other git
+    repository, records the commit that SB3_ACER_COMMIT names, and without it stops with a message naming the
+    variable: it recorded no commit (or the other repository's) before."""
+    import os
     import shutil
     import subprocess
 
@@ -241,16 +254,31 @@ def test_no_commit_is_recorded_for_a_copy_inside_another_repository(tmp_path: pa
     identity = ["-c", "user.name=t", "-c", "user.email=t@t", "-C", str(outer)]
     subprocess.run(["git", *identity, "commit", "-q", "--allow-empty", "-m", "outer"], check=True)
     shutil.copy(
-        pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "common.py",
+        pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "provenance.py",
         outer / "copy" / "benchmarks",
     )
-    script = "import sys; sys.path.insert(0, 'copy'); from benchmarks.common import git_commit; "
-    script += "print(git_commit())"
     (outer / "copy" / "benchmarks" / "__init__.py").write_text("")
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=outer, check=True, capture_output=True, text=True
-    )
-    assert out.stdout == "None\n"
+    script = "from benchmarks.provenance import git_commit, source_commit; print(git_commit()); "
+    script += "print(source_commit())"
+    env = {k: v for k, v in os.environ.items() if k != "SB3_ACER_COMMIT"}
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=outer / "copy",
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+        )
+
+    stated = run(SB3_ACER_COMMIT="7c36d14a1cb6fa4a17dca820363e99c5f6bbde44")
+    assert (stated.returncode, stated.stdout) == (0, "None\n7c36d14a1cb6fa4a17dca820363e99c5f6bbde44\n")
+    unknown = run()
+    assert unknown.returncode == 1 and unknown.stdout == "None\n"
+    assert "is not this project's git checkout" in unknown.stderr
+    assert "set SB3_ACER_COMMIT to the commit it was copied from" in unknown.stderr
+    wrong = run(SB3_ACER_COMMIT="HEAD")
+    assert wrong.returncode == 1 and "SB3_ACER_COMMIT='HEAD' is no commit" in wrong.stderr
 
 
 def test_recurrent_benchmark_set_options_add_up_and_take_text() -> None:
@@ -289,7 +317,7 @@ def test_critic_fit_benchmark_runs_and_records(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "fit.json"
     critic_fit.main(["--steps", "640", "--every", "320", "--probe-steps", "50", "--out", str(out)])
     data = json.loads(out.read_text())
-    assert data["meta"]["command"].startswith("python benchmarks/critic_fit.py --steps 640")
+    assert data["meta"]["command"].startswith("python -m benchmarks.critic_fit --steps 640")
     runs = data["results"]
     # 32 envs step 32 transitions at a time: the probes fall on the first multiples of 32 past 320 and 640.
     assert [(r["config"], r["steps"]) for r in runs] == [
