@@ -42,7 +42,7 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -53,10 +53,16 @@ from torch import nn
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "MAX_JSON_BYTES",
+    "MAX_TENSOR_BYTES",
+    "EntryTooLargeError",
     "ModelFileError",
     "decode_json_value",
     "encode_json_value",
+    "read_entry",
+    "read_model_data",
     "read_model_file",
+    "read_model_tensors",
     "space_from_json",
     "space_to_json",
     "write_atomically",
@@ -70,6 +76,14 @@ DATA_ENTRY = "data"
 FORMAT_1_DATA_ENTRY = "data.json"
 #: SB3's entry of torch variables other than state dicts (ACER has none).
 PYTORCH_VARIABLES = "pytorch_variables.pth"
+#: The most bytes a JSON entry (``data``, ``replay_buffer.json``) may hold. Honest ones hold kilobytes; the
+#: largest are spaces with bounds per element, written one number a line: about 16 bytes per element and
+#: bound for an image ``Box`` (a ``uint8`` RGB frame of 210 x 160, Atari's, writes 3.2 MB), 40 for floats.
+#: 64 MiB holds an image of 2 million values (3 x 816 x 816), or 800,000 float bounds.
+MAX_JSON_BYTES = 64 << 20
+#: The most bytes a tensor entry may hold when no model bounds it (``read_model_file`` without ``limits``);
+#: ``ACER.load`` and ``set_parameters`` bound each entry by the model's own state dict instead.
+MAX_TENSOR_BYTES = 2 << 30
 
 PathOrFile = str | pathlib.Path | IO[bytes] | io.BufferedIOBase
 
@@ -332,10 +346,183 @@ def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
         ) from error
 
 
+class EntryTooLargeError(ValueError):
+    """An archive entry holds, or says it holds, more bytes than the file's settings allow."""
+
+
+def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int) -> bytes:
+    """The bytes of the entry ``name``, refused if they exceed ``limit``.
+
+    The size the zip declares (which whoever wrote the file chose) is checked first, before anything is
+    decompressed; then at most ``limit + 1`` bytes are read, so an entry that holds more than it declares
+    costs no more than ``limit`` bytes either.
+
+    Raises:
+        KeyError: no such entry.
+        EntryTooLargeError: the entry declares or holds more than ``limit`` bytes.
+    """
+    info = name if isinstance(name, zipfile.ZipInfo) else archive.getinfo(name)
+    if info.file_size > limit:
+        raise EntryTooLargeError(
+            f"entry {info.filename} declares {info.file_size} bytes, more than the {limit} it may hold"
+        )
+    with archive.open(info) as handle:
+        content = handle.read(limit + 1)
+    if len(content) > limit:
+        raise EntryTooLargeError(f"entry {info.filename} holds more than the {limit} bytes it may hold")
+    return content
+
+
+def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: str) -> dict[str, Any]:
+    """The checked JSON of the ``data`` entry (``data.json`` in format 1), at most :data:`MAX_JSON_BYTES`."""
+    names = archive.namelist()
+    entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
+    if entry not in names:
+        raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
+    try:
+        data = json.loads(read_entry(archive, entry, MAX_JSON_BYTES))
+    except EntryTooLargeError as error:
+        raise ModelFileError(f"{path_or_file}: {error}: {entry} is not model data") from error
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise ModelFileError(
+            f"{path_or_file} is not an sb3-acer model file "
+            "(SB2 and SB3 model files, which unpickle code, are not read)"
+        )
+    if data.get("algorithm") != algorithm:
+        raise ModelFileError(
+            f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
+        )
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(
+            f"{path_or_file} has format version {version!r}, not a version number (1 to "
+            f"{FORMAT_VERSION}): {entry} is damaged"
+        )
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
+            f"({FORMAT_VERSION}); upgrade sb3-acer"
+        )
+    return data
+
+
+def _check_storages(content: bytes) -> None:
+    """Refuse a tensor entry whose inner records declare more bytes than the entry holds.
+
+    ``torch.save`` writes a zip of stored (uncompressed) records, and ``torch.load`` allocates each record at
+    the size the inner zip declares before reading it: a record may not declare more than the entry holds.
+    (Each tensor's storage size, written in the pickle, is checked by ``torch.load`` against its record.)
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as inner:
+            declared = sum(info.file_size for info in inner.infolist())
+    except (zipfile.BadZipFile, EOFError, ValueError) as error:
+        raise ValueError(f"not a torch.save archive: {error}") from error
+    if declared > len(content):
+        raise ValueError(f"its records declare {declared} bytes, more than the {len(content)} it holds")
+
+
+def _tensor_entry(
+    archive: zipfile.ZipFile, path_or_file: PathOrFile, name: str, limit: int, device: th.device | str
+) -> Any:
+    entry = f"{name}.pth"
+    try:
+        content = read_entry(archive, entry, limit)
+    except EntryTooLargeError as error:
+        raise ModelFileError(
+            f"{path_or_file}: {error}, the size of the model's {name} state dict: the saved tensors do not "
+            "fit the model (refused unread)"
+        ) from error
+    try:
+        _check_storages(content)
+        return th.load(io.BytesIO(content), map_location=device, weights_only=True)
+    except Exception as error:
+        raise ModelFileError(
+            f"{path_or_file}: entry {entry} is corrupt or holds something other than tensors "
+            f"(it is never unpickled as code): {error}"
+        ) from error
+
+
+def _tensor_entries(
+    archive: zipfile.ZipFile,
+    path_or_file: PathOrFile,
+    limits: Mapping[str, int] | None,
+    device: th.device | str,
+) -> dict[str, Any]:
+    """The tensor entries named in ``limits`` that the file holds (any other ``.pth`` entry is refused,
+    unread), each read within its limit (:data:`MAX_TENSOR_BYTES` for all without ``limits``)."""
+    tensors: dict[str, Any] = {}
+    for entry in archive.namelist():
+        if not entry.endswith(".pth") or entry == PYTORCH_VARIABLES:
+            continue
+        name = entry[: -len(".pth")]
+        if limits is not None and name not in limits:
+            raise ModelFileError(
+                f"{path_or_file}: unknown tensor entry {entry} (refused unread); a model file holds "
+                f"{', '.join(f'{known}.pth' for known in limits)}"
+            )
+        limit = MAX_TENSOR_BYTES if limits is None else limits[name]
+        tensors[name] = _tensor_entry(archive, path_or_file, name, limit, device)
+    return tensors
+
+
+@contextlib.contextmanager
+def _reading(path_or_file: PathOrFile) -> Iterator[zipfile.ZipFile]:
+    """The open archive; a truncated or corrupt entry raises :class:`ModelFileError`."""
+    with _open_archive(path_or_file) as archive:
+        try:
+            yield archive
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as error:
+            raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
+
+
+def read_model_data(path_or_file: PathOrFile, algorithm: str = "ACER") -> dict[str, Any]:
+    """The JSON data of a model file (its ``data`` entry, at most :data:`MAX_JSON_BYTES`), checked to be
+    model data of ``algorithm`` of a format this version reads; no tensor entry is read.
+
+    Raises:
+        FileNotFoundError: no file at the path.
+        ModelFileError: not a zip, truncated or corrupt, another algorithm's file, or a newer format.
+    """
+    with _reading(path_or_file) as archive:
+        return _data_entry(archive, path_or_file, algorithm)
+
+
+def read_model_tensors(
+    path_or_file: PathOrFile, limits: Mapping[str, int], device: th.device | str = "cpu"
+) -> dict[str, Any]:
+    """The state dicts of a model file's tensor entries, read without unpickling.
+
+    Args:
+        path_or_file: the model file.
+        limits: the entries a model file may hold (``name`` for ``name.pth``), each with the most bytes it
+            may take: what the state dict of the model it is loaded into takes, with some slack. An entry
+            that declares or holds more is refused before it is decompressed; a ``.pth`` entry not named
+            here is refused unread.
+        device: where to put the tensors.
+
+    Raises:
+        ModelFileError: a tensor entry that is too large, unknown, corrupt or holds other than tensors.
+    """
+    if isinstance(path_or_file, io.IOBase):
+        path_or_file.seek(0)
+    with _reading(path_or_file) as archive:
+        return _tensor_entries(archive, path_or_file, limits, device)
+
+
 def read_model_file(
-    path_or_file: PathOrFile, device: th.device | str = "cpu", algorithm: str = "ACER"
+    path_or_file: PathOrFile,
+    device: th.device | str = "cpu",
+    algorithm: str = "ACER",
+    limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read a model file written by :func:`write_model_file`, without unpickling anything.
+
+    ``limits`` bound the tensor entries as for :func:`read_model_tensors`; without them every ``.pth``
+    entry is read up to :data:`MAX_TENSOR_BYTES`. ``ACER.load`` reads the data first, builds the model,
+    and then reads the tensors bounded by its state dicts.
 
     Returns:
         The JSON data and the tensors by name.
@@ -344,49 +531,6 @@ def read_model_file(
         FileNotFoundError: no file at the path.
         ModelFileError: not a zip, truncated or corrupt, another algorithm's file, or a newer format.
     """
-    with _open_archive(path_or_file) as archive:
-        try:
-            names = archive.namelist()
-            entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
-            if entry not in names:
-                raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
-            try:
-                data = json.loads(archive.read(entry))
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-                raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
-            if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
-                raise ModelFileError(
-                    f"{path_or_file} is not an sb3-acer model file "
-                    "(SB2 and SB3 model files, which unpickle code, are not read)"
-                )
-            if data.get("algorithm") != algorithm:
-                raise ModelFileError(
-                    f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
-                )
-            version = data.get("format_version")
-            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-                raise ModelFileError(
-                    f"{path_or_file} has format version {version!r}, not a version number (1 to "
-                    f"{FORMAT_VERSION}): {entry} is damaged"
-                )
-            if version > FORMAT_VERSION:
-                raise ModelFileError(
-                    f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
-                    f"({FORMAT_VERSION}); upgrade sb3-acer"
-                )
-            tensors: dict[str, Any] = {}
-            for name in names:
-                if not name.endswith(".pth") or name == PYTORCH_VARIABLES:
-                    continue
-                try:
-                    tensors[name[: -len(".pth")]] = th.load(
-                        io.BytesIO(archive.read(name)), map_location=device, weights_only=True
-                    )
-                except Exception as error:
-                    raise ModelFileError(
-                        f"{path_or_file}: entry {name} is corrupt or holds something other than tensors "
-                        f"(it is never unpickled as code): {error}"
-                    ) from error
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-            raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
-    return data, tensors
+    with _reading(path_or_file) as archive:
+        data = _data_entry(archive, path_or_file, algorithm)
+        return data, _tensor_entries(archive, path_or_file, limits, device)
