@@ -22,7 +22,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_acer.cli.errors import CLIError
-from sb3_acer.serialization.model_file import EntryTooLargeError, write_atomically
+from sb3_acer.serialization.model_file import EntryTooLargeError, open_zip, write_atomically
 from sb3_acer.serialization.replay_file import read_npy
 
 __all__ = [
@@ -162,7 +162,7 @@ def _read_fields(path: pathlib.Path, obs_size: int) -> dict[str, np.ndarray]:
             )
         handle.seek(0)
         try:
-            with zipfile.ZipFile(handle) as archive:
+            with open_zip(handle) as archive:
                 present = set(archive.namelist())
                 return {
                     name: _read_field(archive, name, 8 * obs_size if name in ("obs_mean", "obs_var") else 0)

@@ -30,6 +30,7 @@ the module's code): import your own module first, or pass the class in ``custom_
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import io
 import json
@@ -59,6 +60,8 @@ __all__ = [
     "ModelFileError",
     "decode_json_value",
     "encode_json_value",
+    "open_entry",
+    "open_zip",
     "read_entry",
     "read_model_data",
     "read_model_file",
@@ -128,7 +131,19 @@ def _floats(values: Any) -> np.ndarray:
 
 
 def space_from_json(data: dict[str, Any]) -> spaces.Space:
-    """Rebuild a space described by :func:`space_to_json`."""
+    """Rebuild a space described by :func:`space_to_json`.
+
+    Raises:
+        ModelFileError: an unknown space type.
+        ValueError, TypeError, KeyError: a description that is not a space's (an infinite size, say).
+    """
+    try:
+        return _space_from_json(data)
+    except OverflowError as error:  # int(inf): a size no space has
+        raise ValueError(f"{data.get('type')} space: {error}") from error
+
+
+def _space_from_json(data: dict[str, Any]) -> spaces.Space:
     kind = data.get("type")
     if kind == "Box":
         dtype = np.dtype(data["dtype"])
@@ -328,6 +343,31 @@ def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], object]) -
         os.close(directory)
 
 
+def open_zip(source: Any) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(source)`` for reading, where every sign of a damaged archive raises
+    ``zipfile.BadZipFile``: on a truncated file zipfile also seeks before its start (``ValueError`` on a file
+    object, ``OSError`` EINVAL on a path), and it raises ``NotImplementedError`` for a version it does not
+    read. A missing or unreadable path stays an ``OSError``."""
+    try:
+        return zipfile.ZipFile(source, "r")
+    except (ValueError, NotImplementedError, EOFError) as error:
+        raise zipfile.BadZipFile(str(error)) from error
+    except OSError as error:
+        if error.errno != errno.EINVAL:
+            raise
+        raise zipfile.BadZipFile(str(error)) from error
+
+
+def open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
+    """``archive.open(info)``, where every sign of a damaged entry raises ``zipfile.BadZipFile``: a local
+    header before the file's start (``ValueError``, ``OSError``), an unknown compression method or version
+    (``NotImplementedError``), an encrypted entry (``RuntimeError``)."""
+    try:
+        return archive.open(info)
+    except (ValueError, NotImplementedError, RuntimeError, OSError, EOFError) as error:
+        raise zipfile.BadZipFile(f"entry {info.filename} cannot be read: {error}") from error
+
+
 def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
     if isinstance(path_or_file, str | pathlib.Path):
         path = pathlib.Path(path_or_file)
@@ -339,7 +379,7 @@ def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
     else:
         source = path_or_file
     try:
-        return zipfile.ZipFile(source, "r")
+        return open_zip(source)
     except zipfile.BadZipFile as error:
         raise ModelFileError(
             f"{path_or_file} is not a model file (not a zip archive or truncated): {error}"
@@ -366,7 +406,7 @@ def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int
         raise EntryTooLargeError(
             f"entry {info.filename} declares {info.file_size} bytes, more than the {limit} it may hold"
         )
-    with archive.open(info) as handle:
+    with open_entry(archive, info) as handle:
         content = handle.read(limit + 1)
     if len(content) > limit:
         raise EntryTooLargeError(f"entry {info.filename} holds more than the {limit} bytes it may hold")

@@ -31,6 +31,7 @@ import json
 import math
 import pathlib
 import platform
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -45,6 +46,8 @@ from sb3_acer.serialization.model_file import (
     EntryTooLargeError,
     ModelFileError,
     PathOrFile,
+    open_entry,
+    open_zip,
     read_entry,
     write_atomically,
 )
@@ -181,6 +184,19 @@ def _write_npy(archive: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
         np.lib.format.write_array(handle, array, allow_pickle=False)
 
 
+def _npy_header(handle: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """The shape, order and dtype a ``.npy`` header declares (at most numpy's 10,000 bytes of header)."""
+    version = np.lib.format.read_magic(handle)
+    try:
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(handle)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(handle)
+    except (tokenize.TokenError, SyntaxError) as error:  # numpy reads old headers with tokenize
+        raise ValueError(f"the header cannot be parsed: {error}") from error
+    raise ValueError(f"unsupported .npy version {version}")
+
+
 def read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_nbytes: int) -> np.ndarray:
     """Read a ``.npy`` entry without pickle: its header is checked before any memory is allocated.
 
@@ -193,14 +209,8 @@ def read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_nbytes: int) -
         ValueError: another problem, named (callers add the file and the entry).
         EOFError: the entry holds less than its header declares.
     """
-    with archive.open(info) as handle:
-        version = np.lib.format.read_magic(handle)
-        if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
+    with open_entry(archive, info) as handle:
+        shape, fortran_order, dtype = _npy_header(handle)
         if dtype.hasobject:
             raise ValueError("object arrays (a pickle) are refused")
         nbytes = math.prod(shape) * dtype.itemsize  # Python ints: no overflow
@@ -368,7 +378,7 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
     try:
         header = _read_header(archive, source)
         class_name = header.get("class")
-        cls = BUFFER_CLASSES.get(class_name)  # type: ignore[arg-type]
+        cls = BUFFER_CLASSES.get(class_name) if isinstance(class_name, str) else None
         if cls is None:
             raise ReplayBufferFileError(
                 f"{source} holds a {class_name!r} replay buffer; known: {sorted(BUFFER_CLASSES)}"
@@ -424,8 +434,8 @@ def _open(
             raise FileNotFoundError(f"no {what} at {path}")
         source = path
     try:
-        return zipfile.ZipFile(source, "r")
-    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        return open_zip(source)
+    except (zipfile.BadZipFile, OSError) as error:
         if isinstance(error, FileNotFoundError):
             raise
         raise ReplayBufferFileError(
