@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increase, rewrite_padded
 from reliability_worker import IDENTITY, identity_env
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import CheckpointCallback
@@ -550,6 +551,51 @@ def test_array_header_announcing_more_data_than_the_entry_holds_is_refused(
     _rewrite(path, tmp_path / "bomb.pkl", "replay_buffer/rewards.npy", stream.getvalue())
     with pytest.raises(ReplayBufferFileError, match="header announces 8000000000000 bytes"):
         load_buffer(tmp_path / "bomb.pkl")
+
+
+def _npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(stream, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("entry", "head", "error"),
+    [
+        (
+            "replay_buffer/rewards.npy",
+            _npy_header("<f4", (BOMB_BYTES // 4,)),
+            r"entry replay_buffer/rewards\.npy: header announces 209715200 bytes \(<f4\[52428800\]\), "
+            r"more than the \d+ it may hold, given the buffer's settings",
+        ),
+        (
+            "replay_buffer/final.lengths.npy",
+            _npy_header("<i8", (BOMB_BYTES // 16, 2)),
+            r"entry replay_buffer/final\.lengths\.npy: header announces 209715200 bytes "
+            r"\(<i8\[13107200, 2\]\), more than the 320 it may hold",
+        ),
+        (
+            "replay_buffer.json",
+            b"{",
+            r"entry replay_buffer\.json declares 209715201 bytes, more than the 67108864",
+        ),
+    ],
+)
+def test_replay_buffer_entries_that_expand_1000_fold_are_refused_in_bounded_memory(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, entry: str, head: bytes, error: str
+) -> None:
+    """A 200 KB replay buffer file whose array declares 200 MB (a header checked only against the zip's
+    declared size, which the attacker writes too, allocated 400 MB before) is refused before anything is
+    allocated: the arrays together may hold what the buffer's own settings imply, and the JSON 64 MiB."""
+    _, path = trained
+    bomb = tmp_path / "bomb.pkl"
+    rewrite_padded(path, bomb, entry, head, padding=b" " if entry.endswith(".json") else b"\0")
+    increase, outcome = peak_increase(
+        f"from sb3_acer.serialization.replay_file import load_buffer\nload_buffer({str(path)!r})",
+        f"load_buffer({str(bomb)!r})",
+    )
+    assert outcome.startswith("ReplayBufferFileError: ") and re.search(error, outcome), outcome
+    assert increase < ALLOWED_MB, f"loading the bomb took {increase:.0f} MB more"
 
 
 def test_saved_buffer_with_next_idx_at_capacity_is_refused() -> None:

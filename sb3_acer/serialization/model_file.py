@@ -87,6 +87,8 @@ MAX_JSON_BYTES = 64 << 20
 #: The most bytes a tensor entry may hold when no model bounds it (``read_model_file`` without ``limits``);
 #: ``ACER.load`` and ``set_parameters`` bound each entry by the model's own state dict instead.
 MAX_TENSOR_BYTES = 2 << 30
+#: How many bytes an entry is decompressed at a time.
+READ_CHUNK = 1 << 20
 
 PathOrFile = str | pathlib.Path | IO[bytes] | io.BufferedIOBase
 
@@ -394,8 +396,9 @@ def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int
     """The bytes of the entry ``name``, refused if they exceed ``limit``.
 
     The size the zip declares (which whoever wrote the file chose) is checked first, before anything is
-    decompressed; then at most ``limit + 1`` bytes are read, so an entry that holds more than it declares
-    costs no more than ``limit`` bytes either.
+    decompressed; then the entry is decompressed in chunks of :data:`READ_CHUNK` bytes up to one byte past
+    that size, so an entry that holds more than it declares costs no more than it declares either (zipfile
+    would decompress as much as one ``read`` asks for, whatever the entry declares).
 
     Raises:
         KeyError: no such entry.
@@ -406,11 +409,19 @@ def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int
         raise EntryTooLargeError(
             f"entry {info.filename} declares {info.file_size} bytes, more than the {limit} it may hold"
         )
+    chunks, size = [], 0
     with open_entry(archive, info) as handle:
-        content = handle.read(limit + 1)
-    if len(content) > limit:
-        raise EntryTooLargeError(f"entry {info.filename} holds more than the {limit} bytes it may hold")
-    return content
+        while size <= info.file_size:
+            chunk = handle.read(min(READ_CHUNK, info.file_size + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > info.file_size:
+        raise EntryTooLargeError(
+            f"entry {info.filename} holds more than the {info.file_size} bytes it declares"
+        )
+    return b"".join(chunks)
 
 
 def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: str) -> dict[str, Any]:
