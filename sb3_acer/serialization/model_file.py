@@ -25,6 +25,11 @@ classes are stored by import path and resolved on load only if they are ``torch.
 ``torch.optim.Optimizer`` subclasses. Loading never
 imports a module the file names unless it belongs to torch, Stable-Baselines3 or sb3-acer (importing runs
 the module's code): import your own module first, or pass the class in ``custom_objects``.
+
+Reading takes bounded memory whatever sizes the file declares (:func:`read_entry`): ``data`` holds at most
+:data:`MAX_JSON_BYTES`; each tensor entry at most what its caller allows (``ACER.load`` reads them after
+building the model, each bounded by the size of the state dict it fills, :func:`read_model_tensors`), and
+the records inside it no more than it holds; a ``.pth`` entry the caller does not name is refused unread.
 """
 
 from __future__ import annotations

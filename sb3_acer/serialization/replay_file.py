@@ -22,6 +22,11 @@ concatenated, with each slot's lengths). Reading rebuilds the buffer with
 
 Nothing is unpickled: JSON is parsed, and arrays are read as raw numbers after their ``.npy`` header has
 been checked (object arrays, whose ``.npy`` form is a pickle, are refused).
+
+Memory is bounded by the file's own settings: ``replay_buffer.json`` holds at most
+:data:`~sb3_acer.serialization.model_file.MAX_JSON_BYTES`, and the arrays together at most what a full
+buffer of its ``capacity``, ``n_steps``, ``n_envs``, ``obs_shape`` and dtypes can hold
+(:func:`array_budget`), each header checked against what is left before the array is allocated.
 """
 
 from __future__ import annotations
