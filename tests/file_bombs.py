@@ -13,9 +13,10 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Sequence
 
 #: How much a bomb expands to: far above what loading any of the test files takes.
-BOMB_BYTES = 200 << 20
+BOMB_BYTES = 100 << 20
 #: What loading a bomb may add to the peak memory of loading an honest file first (a few MB of slack).
 ALLOWED_MB = 16
 
@@ -44,35 +45,35 @@ def rewrite_padded(
             handle.write(tail)
 
 
-def peak_increase(setup: str, load: str) -> tuple[float, str]:
-    """Run ``setup`` (imports, and loading an honest file), then ``load``, in a fresh Python.
+def peak_increases(setup: str, loads: Sequence[str]) -> list[tuple[float, str]]:
+    """Run ``setup`` (imports, and loading an honest file), then each of ``loads``, in one fresh Python.
 
     Returns:
-        How many MB ``load`` added to the process's peak memory, and its outcome: ``"loaded"`` or
-        ``"<exception type>: <message>"``.
+        For each load, how many MB it raised the process's peak memory above the peak before it, and its
+        outcome: ``"loaded"`` or ``"<exception type>: <message>"``.
     """
-    script = "\n".join(
-        [
-            "import json",
-            "def peak():",
-            "    with open('/proc/self/status') as status:",
-            "        return next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))",
-            textwrap.dedent(setup),
+    lines = [
+        "import json",
+        "def peak():",
+        "    with open('/proc/self/status') as status:",
+        "        return next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))",
+        textwrap.dedent(setup),
+    ]
+    for load in loads:
+        lines += [
             "before = peak()",
             "try:",
             textwrap.indent(textwrap.dedent(load), "    "),
             "    outcome = 'loaded'",
             "except Exception as error:",
             "    outcome = f'{type(error).__name__}: {error}'",
-            "after = peak()",
-            "print(json.dumps({'mb': (after - before) / 1024, 'outcome': outcome}))",
+            "print(json.dumps({'mb': (peak() - before) / 1024, 'outcome': outcome}))",
         ]
-    )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
+        [sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True, timeout=300
     )
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result["mb"], result["outcome"]
+    results = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(loads) :]]
+    return [(result["mb"], result["outcome"]) for result in results]
 
 
 def declare_size(path: pathlib.Path, entry: str, size: int) -> None:

@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increase, rewrite_padded
+from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
 from reliability_worker import IDENTITY, identity_env
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import CheckpointCallback
@@ -559,43 +559,45 @@ def _npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
     return stream.getvalue()
 
 
-@pytest.mark.parametrize(
-    ("entry", "head", "error"),
-    [
-        (
-            "replay_buffer/rewards.npy",
-            _npy_header("<f4", (BOMB_BYTES // 4,)),
-            r"entry replay_buffer/rewards\.npy: header announces 209715200 bytes \(<f4\[52428800\]\), "
-            r"more than the \d+ it may hold, given the buffer's settings",
-        ),
-        (
-            "replay_buffer/final.lengths.npy",
-            _npy_header("<i8", (BOMB_BYTES // 16, 2)),
-            r"entry replay_buffer/final\.lengths\.npy: header announces 209715200 bytes "
-            r"\(<i8\[13107200, 2\]\), more than the 320 it may hold",
-        ),
-        (
-            "replay_buffer.json",
-            b"{",
-            r"entry replay_buffer\.json declares 209715201 bytes, more than the 67108864",
-        ),
-    ],
+#: Each entry padded to expand 1000-fold, what it starts with, and the error.
+REPLAY_BOMBS = (
+    (
+        "replay_buffer/rewards.npy",
+        _npy_header("<f4", (BOMB_BYTES // 4,)),
+        rf"entry replay_buffer/rewards\.npy: header announces {BOMB_BYTES} bytes "
+        rf"\(<f4\[{BOMB_BYTES // 4}\]\), more than the \d+ it may hold, given the buffer's settings",
+    ),
+    (
+        "replay_buffer/final.lengths.npy",
+        _npy_header("<i8", (BOMB_BYTES // 16, 2)),
+        rf"entry replay_buffer/final\.lengths\.npy: header announces {BOMB_BYTES} bytes "
+        rf"\(<i8\[{BOMB_BYTES // 16}, 2\]\), more than the 320 it may hold",
+    ),
+    (
+        "replay_buffer.json",
+        b"{",
+        rf"entry replay_buffer\.json declares {BOMB_BYTES + 1} bytes, more than the 67108864",
+    ),
 )
+
+
 def test_replay_buffer_entries_that_expand_1000_fold_are_refused_in_bounded_memory(
-    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, entry: str, head: bytes, error: str
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    """A 200 KB replay buffer file whose array declares 200 MB (a header checked only against the zip's
+    """A 100 KB replay buffer file whose array declares 100 MB (a header checked only against the zip's
     declared size, which the attacker writes too, allocated 400 MB before) is refused before anything is
     allocated: the arrays together may hold what the buffer's own settings imply, and the JSON 64 MiB."""
     _, path = trained
-    bomb = tmp_path / "bomb.pkl"
-    rewrite_padded(path, bomb, entry, head, padding=b" " if entry.endswith(".json") else b"\0")
-    increase, outcome = peak_increase(
+    bombs = [tmp_path / f"bomb{case}.pkl" for case in range(len(REPLAY_BOMBS))]
+    for bomb, (entry, head, _) in zip(bombs, REPLAY_BOMBS, strict=True):
+        rewrite_padded(path, bomb, entry, head, padding=b" " if entry.endswith(".json") else b"\0")
+    results = peak_increases(
         f"from sb3_acer.serialization.replay_file import load_buffer\nload_buffer({str(path)!r})",
-        f"load_buffer({str(bomb)!r})",
+        [f"load_buffer({str(bomb)!r})" for bomb in bombs],
     )
-    assert outcome.startswith("ReplayBufferFileError: ") and re.search(error, outcome), outcome
-    assert increase < ALLOWED_MB, f"loading the bomb took {increase:.0f} MB more"
+    for (entry, _, error), (increase, outcome) in zip(REPLAY_BOMBS, results, strict=True):
+        assert outcome.startswith("ReplayBufferFileError: ") and re.search(error, outcome), outcome
+        assert increase < ALLOWED_MB, f"loading the {entry} bomb took {increase:.0f} MB more"
 
 
 def test_saved_buffer_with_next_idx_at_capacity_is_refused() -> None:
