@@ -893,6 +893,25 @@ def test_model_file_entries_that_expand_1000_fold_are_refused_in_bounded_memory(
                 model.set_parameters(bomb)
 
 
+def test_a_tensor_record_declaring_more_than_its_entry_holds_is_refused_before_torch_reads_it(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """``torch.load`` reads each record of a ``torch.save`` archive at the size its inner zip declares: a
+    record may not declare more than the entry holds (checked before torch reads it)."""
+    model, path = trained
+    inner = tmp_path / "policy.pth"
+    th.save(model.policy.state_dict(), inner)
+    with zipfile.ZipFile(inner) as archive:
+        record = next(name for name in archive.namelist() if "/data/" in name)
+    declare_size(inner, record, 2**31)
+    rewrite_entry(path, tmp_path / "bad.zip", "policy.pth", inner.read_bytes())
+    with pytest.raises(
+        ModelFileError,
+        match=r"entry policy\.pth is corrupt .*: its records declare \d+ bytes, more than the \d+ it holds",
+    ):
+        ACER.load(tmp_path / "bad.zip")
+
+
 def test_a_tensor_entry_holding_text_raises_model_file_error(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

@@ -467,9 +467,10 @@ def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: s
 def _check_storages(content: bytes) -> None:
     """Refuse a tensor entry whose inner records declare more bytes than the entry holds.
 
-    ``torch.save`` writes a zip of stored (uncompressed) records, and ``torch.load`` allocates each record at
-    the size the inner zip declares before reading it: a record may not declare more than the entry holds.
-    (Each tensor's storage size, written in the pickle, is checked by ``torch.load`` against its record.)
+    ``torch.save`` writes a zip of stored (uncompressed) records, which ``torch.load`` reads at the sizes the
+    inner zip declares; checked here, so that no torch version allocates a record larger than the entry
+    (torch 2.13 refuses such a header itself, and checks each storage size the pickle declares against its
+    record).
     """
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as inner:
