@@ -357,7 +357,7 @@ def _read_arrays(
         entry = f"{ARRAY_FOLDER}{name}.npy"
         try:
             info = archive.getinfo(entry)
-            arrays[name] = read_npy(archive, info, lengths if name.endswith(".lengths") else left)
+            arrays[name] = read_npy(archive, info, min(lengths, left) if name.endswith(".lengths") else left)
             left -= arrays[name].nbytes
         except KeyError as error:
             raise ReplayBufferFileError(f"{source}: the entry {entry} is missing") from error
