@@ -460,6 +460,36 @@ def test_a_replay_buffer_format_version_that_is_not_a_number_is_called_damaged(
         load_buffer(tmp_path / "version.pkl")
 
 
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"class": {}}, r"holds a \{\} replay buffer; known: "),
+        (
+            {"capacity": float("inf")},
+            r"the SegmentReplayBuffer settings are invalid: capacity must be a whole number",
+        ),
+        (
+            {"final": {"__ragged__": {"lengths": float("inf"), "columns": []}}},
+            r"SegmentReplayBuffer state is invalid",
+        ),
+    ],
+)
+def test_replay_buffer_settings_of_another_type_are_called_invalid(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, change: dict[str, Any], error: str
+) -> None:
+    """Found by the fuzzing test: a class named by an object raised ``TypeError``, infinite ragged lengths
+    ``OverflowError``."""
+    _, path = trained
+    header = _header(path)
+    if "class" in change:
+        header.update(change)
+    else:
+        header["state"].update(change)
+    _rewrite(path, tmp_path / "edited.pkl", "replay_buffer.json", json.dumps(header).encode())
+    with pytest.raises(ReplayBufferFileError, match=error):
+        load_buffer(tmp_path / "edited.pkl")
+
+
 def test_unknown_replay_buffer_class_raises(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

@@ -912,6 +912,20 @@ def test_a_tensor_record_declaring_more_than_its_entry_holds_is_refused_before_t
         ACER.load(tmp_path / "bad.zip")
 
 
+def test_a_space_of_infinite_size_is_invalid_model_data(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Found by the fuzzing test: ``"n": Infinity`` raised ``OverflowError``."""
+    _, path = trained
+    data = read_data(path)
+    data["action_space"]["n"] = float("inf")
+    rewrite_entry(path, tmp_path / "bad.zip", "data", json.dumps(data).encode())
+    with pytest.raises(
+        ModelFileError, match="the model data is invalid: Discrete space: cannot convert float inf"
+    ):
+        ACER.load(tmp_path / "bad.zip")
+
+
 def test_a_tensor_entry_holding_text_raises_model_file_error(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

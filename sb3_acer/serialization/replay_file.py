@@ -392,7 +392,7 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
             if not isinstance(header.get("state"), dict):
                 raise ValueError("the state is not an object")
             budget = array_budget(header["state"])
-        except (KeyError, IndexError, TypeError, ValueError) as error:
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as error:
             raise ReplayBufferFileError(
                 f"{source}: the {class_name} settings are invalid: {error}"
             ) from error
@@ -403,7 +403,7 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
             }
             # The arrays were just read: the buffer takes them instead of a copy.
             return cls.from_state_dict(state, copy=False)
-        except (KeyError, IndexError, TypeError, ValueError, MemoryError) as error:
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError, MemoryError) as error:
             raise ReplayBufferFileError(f"{source}: the {class_name} state is invalid: {error}") from error
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
         raise ReplayBufferFileError(f"{source} is damaged (truncated or corrupt): {error}") from error
