@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
 from reliability_worker import IDENTITY, identity_env
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import CheckpointCallback
@@ -459,6 +460,36 @@ def test_a_replay_buffer_format_version_that_is_not_a_number_is_called_damaged(
         load_buffer(tmp_path / "version.pkl")
 
 
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"class": {}}, r"holds a \{\} replay buffer; known: "),
+        (
+            {"capacity": float("inf")},
+            r"the SegmentReplayBuffer settings are invalid: capacity must be a whole number",
+        ),
+        (
+            {"final": {"__ragged__": {"lengths": float("inf"), "columns": []}}},
+            r"SegmentReplayBuffer state is invalid",
+        ),
+    ],
+)
+def test_replay_buffer_settings_of_another_type_are_called_invalid(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path, change: dict[str, Any], error: str
+) -> None:
+    """Found by the fuzzing test: a class named by an object raised ``TypeError``, infinite ragged lengths
+    ``OverflowError``."""
+    _, path = trained
+    header = _header(path)
+    if "class" in change:
+        header.update(change)
+    else:
+        header["state"].update(change)
+    _rewrite(path, tmp_path / "edited.pkl", "replay_buffer.json", json.dumps(header).encode())
+    with pytest.raises(ReplayBufferFileError, match=error):
+        load_buffer(tmp_path / "edited.pkl")
+
+
 def test_unknown_replay_buffer_class_raises(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
@@ -550,6 +581,53 @@ def test_array_header_announcing_more_data_than_the_entry_holds_is_refused(
     _rewrite(path, tmp_path / "bomb.pkl", "replay_buffer/rewards.npy", stream.getvalue())
     with pytest.raises(ReplayBufferFileError, match="header announces 8000000000000 bytes"):
         load_buffer(tmp_path / "bomb.pkl")
+
+
+def _npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(stream, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return stream.getvalue()
+
+
+#: Each entry padded to expand 1000-fold, what it starts with, and the error.
+REPLAY_BOMBS = (
+    (
+        "replay_buffer/rewards.npy",
+        _npy_header("<f4", (BOMB_BYTES // 4,)),
+        rf"entry replay_buffer/rewards\.npy: header announces {BOMB_BYTES} bytes "
+        rf"\(<f4\[{BOMB_BYTES // 4}\]\), more than the \d+ it may hold, given the buffer's settings",
+    ),
+    (
+        "replay_buffer/final.lengths.npy",
+        _npy_header("<i8", (BOMB_BYTES // 16, 2)),
+        rf"entry replay_buffer/final\.lengths\.npy: header announces {BOMB_BYTES} bytes "
+        rf"\(<i8\[{BOMB_BYTES // 16}, 2\]\), more than the 320 it may hold",
+    ),
+    (
+        "replay_buffer.json",
+        b"{",
+        rf"entry replay_buffer\.json declares {BOMB_BYTES + 1} bytes, more than the 67108864",
+    ),
+)
+
+
+def test_replay_buffer_entries_that_expand_1000_fold_are_refused_in_bounded_memory(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A 100 KB replay buffer file whose array declares 100 MB (a header checked only against the zip's
+    declared size, which the attacker writes too, allocated 400 MB before) is refused before anything is
+    allocated: the arrays together may hold what the buffer's own settings imply, and the JSON 64 MiB."""
+    _, path = trained
+    bombs = [tmp_path / f"bomb{case}.pkl" for case in range(len(REPLAY_BOMBS))]
+    for bomb, (entry, head, _) in zip(bombs, REPLAY_BOMBS, strict=True):
+        rewrite_padded(path, bomb, entry, head, padding=b" " if entry.endswith(".json") else b"\0")
+    results = peak_increases(
+        f"from sb3_acer.serialization.replay_file import load_buffer\nload_buffer({str(path)!r})",
+        [f"load_buffer({str(bomb)!r})" for bomb in bombs],
+    )
+    for (entry, _, error), (increase, outcome) in zip(REPLAY_BOMBS, results, strict=True):
+        assert outcome.startswith("ReplayBufferFileError: ") and re.search(error, outcome), outcome
+        assert increase < ALLOWED_MB, f"loading the {entry} bomb took {increase:.0f} MB more"
 
 
 def test_saved_buffer_with_next_idx_at_capacity_is_refused() -> None:

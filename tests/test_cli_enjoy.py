@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import pathlib
+import pickle
 import sys
 import types
 import zipfile
@@ -19,9 +20,12 @@ from cli_helpers import (
     run,
     train,
 )
+from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
 from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_acer import ACER
+from sb3_acer.cli.normalization import save_normalization
 
 
 def test_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
@@ -363,6 +367,87 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
     for device in ("meta", "xpu"):
         code, _, err = run(capsys, "enjoy", str(model), "--device", device)
         assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
+
+    def __init__(self, marker: pathlib.Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return open, (str(self.marker), "w")
+
+
+def test_enjoy_names_a_missing_statistics_field_and_refuses_sb3_pickled_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """Before: a missing field said only ``'norm_obs'``, and SB3's ``vecnormalize.pkl`` got numpy's advice to
+    load it unsafely with ``allow_pickle``."""
+    assert train(capsys, tmp_path, "--timesteps", "100", "--hyperparams", "normalize=True")[0] == 0
+    model = tmp_path / "CartPole-v1_0" / "model.zip"
+    statistics = model.with_suffix(".vecnormalize.npz")
+    with np.load(statistics) as saved:
+        fields = {name: saved[name] for name in saved.files}
+    for missing, reason in (
+        ("norm_obs", "the statistics file lacks the field 'norm_obs'"),
+        ("obs_var", "the statistics file lacks the field 'obs_var' (norm_obs is set)"),
+    ):
+        np.savez(statistics, **{name: value for name, value in fields.items() if name != missing})
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(code, err, 1, f"cannot read {statistics}: {reason}")
+    sb3_statistics = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    sb3_statistics.save(str(statistics))  # SB3's own file: a pickle
+    marker = tmp_path / "pwned"
+    for content in (statistics.read_bytes(), pickle.dumps(_Payload(marker))):
+        statistics.write_bytes(content)
+        code, _, err = run(capsys, "enjoy", str(model))
+        assert_one_line_error(
+            code,
+            err,
+            1,
+            f"cannot read {statistics}: this is a pickle, as Stable-Baselines3's pickled VecNormalize "
+            "statistics (vecnormalize.pkl) are; sb3-acer does not unpickle files",
+        )
+        assert not marker.exists()
+
+
+def test_statistics_that_expand_1000_fold_are_refused_in_bounded_memory(tmp_path: pathlib.Path) -> None:
+    """A 100 KB statistics file whose ``obs_mean`` declares 100 MB (before: allocated whole, then refused for
+    its shape) or that holds an extra 100 MB entry is refused, or its extra entry left unread, within a few
+    MB: each field may hold what CartPole's observation space implies."""
+    env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    honest = tmp_path / "honest.npz"
+    save_normalization(env, honest)
+    env.close()
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (BOMB_BYTES // 8,)}
+    )
+    setup = f"""
+        import gymnasium as gym
+        from stable_baselines3.common.vec_env import DummyVecEnv
+        from sb3_acer.cli.normalization import load_normalization
+        env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+        load_normalization(env, {str(honest)!r})
+    """
+    cases = (
+        (
+            "obs_mean.npy",
+            header.getvalue(),
+            "StatisticsFileError: the field 'obs_mean' is larger than it can be for the model's "
+            f"observations: header announces {BOMB_BYTES} bytes (<f8[{BOMB_BYTES // 8}]), more than the "
+            "1024 it may hold",
+        ),
+        ("unknown.npy", b"", "loaded"),
+    )
+    bombs = [tmp_path / f"bomb{case}.npz" for case in range(len(cases))]
+    for bomb, (entry, head, _) in zip(bombs, cases, strict=True):
+        rewrite_padded(honest, bomb, entry, head)
+    results = peak_increases(setup, [f"load_normalization(env, {str(bomb)!r})" for bomb in bombs])
+    for (entry, _, expected), (increase, outcome) in zip(cases, results, strict=True):
+        assert outcome == expected
+        assert increase < ALLOWED_MB, f"loading the {entry} bomb took {increase:.0f} MB more"
 
 
 def test_enjoy_checks_its_video_folder_and_the_env_before_playing(

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from file_bombs import ALLOWED_MB, BOMB_BYTES, declare_size, peak_increases, rewrite_padded
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
@@ -983,6 +984,84 @@ def test_deeply_nested_data_json_raises_model_file_error(
     _, path = trained
     rewrite_entry(path, tmp_path / "bad.zip", "data", b"[" * 100_000)
     with pytest.raises(ModelFileError, match=r"bad\.zip: data is corrupt"):
+        ACER.load(tmp_path / "bad.zip")
+
+
+#: Each entry padded to expand 1000-fold, the size its zip then declares (``None``: the true one), the error.
+MODEL_BOMBS = (
+    (
+        "data",
+        None,
+        rf"entry data declares {BOMB_BYTES // 10**5}\d{{5}} bytes, more than the 67108864 it may hold",
+    ),
+    ("data", 4096, r"is damaged \(truncated or corrupt\): Bad CRC-32 for file 'data'"),
+    ("policy.pth", None, r"entry policy\.pth declares \d+ bytes, more than the \d+ .* do not fit the model"),
+    ("optimizer.pth", None, r"entry optimizer\.pth declares \d+ bytes, more than the \d+ it may hold"),
+    ("extra.pth", None, r"unknown tensor entry extra\.pth \(refused unread\)"),
+)
+
+
+def test_model_file_entries_that_expand_1000_fold_are_refused_in_bounded_memory(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A 100 KB file whose entry decompresses to 100 MB (``data`` padded with whitespace, a tensor entry or an
+    unknown one padded with zeros) is refused before it is read: before, ``ACER.load`` read every entry whole
+    (1.4 GB for 600 MB of padding). An entry that holds more than its zip declares is refused once it passes
+    that size."""
+    model, path = trained
+    bombs = []
+    with zipfile.ZipFile(path) as archive:
+        honest = {name: archive.read(name) for name in archive.namelist()}
+    for case, (entry, declared, _) in enumerate(MODEL_BOMBS):
+        bombs.append(tmp_path / f"bomb{case}.zip")
+        content = honest.get(entry, b"")
+        head, tail = (content[:-1], content[-1:]) if entry == "data" else (content, b"")
+        rewrite_padded(path, bombs[-1], entry, head, tail, padding=b" " if entry == "data" else b"\0")
+        if declared is not None:
+            declare_size(bombs[-1], entry, declared)
+        assert bombs[-1].stat().st_size < 2 * BOMB_BYTES // 1000 + path.stat().st_size
+    results = peak_increases(
+        f"from sb3_acer import ACER\nACER.load({str(path)!r})",
+        [f"ACER.load({str(bomb)!r})" for bomb in bombs],
+    )
+    for (entry, _, error), bomb, (increase, outcome) in zip(MODEL_BOMBS, bombs, results, strict=True):
+        assert outcome.startswith("ModelFileError: ") and re.search(error, outcome), outcome
+        assert increase < ALLOWED_MB, f"loading the {entry} bomb took {increase:.0f} MB more"
+        if entry.endswith(".pth"):  # set_parameters reads the file within the model's sizes too
+            with pytest.raises(ModelFileError, match=error):
+                model.set_parameters(bomb)
+
+
+def test_a_tensor_record_declaring_more_than_its_entry_holds_is_refused_before_torch_reads_it(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """``torch.load`` reads each record of a ``torch.save`` archive at the size its inner zip declares: a
+    record may not declare more than the entry holds (checked before torch reads it)."""
+    model, path = trained
+    inner = tmp_path / "policy.pth"
+    th.save(model.policy.state_dict(), inner)
+    with zipfile.ZipFile(inner) as archive:
+        record = next(name for name in archive.namelist() if "/data/" in name)
+    declare_size(inner, record, 2**31)
+    rewrite_entry(path, tmp_path / "bad.zip", "policy.pth", inner.read_bytes())
+    with pytest.raises(
+        ModelFileError,
+        match=r"entry policy\.pth is corrupt .*: its records declare \d+ bytes, more than the \d+ it holds",
+    ):
+        ACER.load(tmp_path / "bad.zip")
+
+
+def test_a_space_of_infinite_size_is_invalid_model_data(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Found by the fuzzing test: ``"n": Infinity`` raised ``OverflowError``."""
+    _, path = trained
+    data = read_data(path)
+    data["action_space"]["n"] = float("inf")
+    rewrite_entry(path, tmp_path / "bad.zip", "data", json.dumps(data).encode())
+    with pytest.raises(
+        ModelFileError, match="the model data is invalid: Discrete space: cannot convert float inf"
+    ):
         ACER.load(tmp_path / "bad.zip")
 
 

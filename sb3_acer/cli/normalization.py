@@ -1,5 +1,13 @@
 """``VecNormalize``'s statistics beside a model (``model.vecnormalize.npz``): written as plain arrays (no
-pickle) by ``train``, read back, checked and frozen by ``enjoy``."""
+pickle) by ``train``, read back, checked and frozen by ``enjoy``.
+
+Reading is bounded by the observation space of the model being played: only the fields listed in
+:data:`FIELDS` are read (another entry is never read), ``obs_mean`` and ``obs_var`` each at most one
+``float64`` per observation element, every other field at most :data:`MAX_SCALAR_BYTES`; each entry's size and
+its ``.npy`` header are checked before anything is decompressed or allocated
+(:func:`~sb3_acer.serialization.replay_file.read_npy`). Stable-Baselines3's own ``vecnormalize.pkl`` is a
+pickle, which is never unpickled: it is refused with a message that says so.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +22,42 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_acer.cli.errors import CLIError
-from sb3_acer.serialization.model_file import write_atomically
+from sb3_acer.serialization.model_file import EntryTooLargeError, open_zip, write_atomically
+from sb3_acer.serialization.replay_file import read_npy
 
-__all__ = ["finite_statistics", "load_normalization", "save_normalization"]
+__all__ = [
+    "FIELDS",
+    "MAX_SCALAR_BYTES",
+    "StatisticsFileError",
+    "finite_statistics",
+    "load_normalization",
+    "save_normalization",
+]
+
+#: The fields of a statistics file (``<field>.npy`` entries of the ``.npz``); the observation statistics only
+#: with ``norm_obs``.
+OBSERVATION_FIELDS = ("obs_mean", "obs_var", "obs_count")
+FIELDS = (
+    *OBSERVATION_FIELDS,
+    "ret_mean",
+    "ret_var",
+    "ret_count",
+    "norm_obs",
+    "norm_reward",
+    "clip_obs",
+    "clip_reward",
+    "gamma",
+    "epsilon",
+)
+#: The most bytes a field other than ``obs_mean`` and ``obs_var`` may hold: it is one number.
+MAX_SCALAR_BYTES = 1024
+#: The first byte of a pickle (protocol 2 and later), as in SB3's ``vecnormalize.pkl``.
+PICKLE_START = b"\x80"
+
+
+class StatisticsFileError(ValueError):
+    """A statistics file that is damaged, not one ``save_normalization`` wrote, or not for this model's
+    observations; the message names the field (``enjoy`` adds the file: ``cannot read PATH: ...``)."""
 
 
 def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
@@ -50,19 +91,19 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
     """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics.
 
     Raises:
-        ValueError, KeyError, OSError: the file is not statistics ``save_normalization`` wrote for ``venv``
-            (damaged, other shapes, or values no normalisation has: NaN, a negative variance, ...).
+        StatisticsFileError: the file is not statistics ``save_normalization`` wrote for ``venv`` (damaged,
+            a missing field, other shapes, larger than they can be, values no normalisation has: NaN, a
+            negative variance, ...; SB3's pickled statistics).
+        OSError: the file cannot be read.
     """
-    try:
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            arrays = {name: np.asarray(data[name]) for name in data.files}
-    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
-        raise ValueError(f"damaged (truncated or corrupt): {error}") from None
+    arrays = _read_fields(path, math.prod(venv.observation_space.shape or ()))
 
     def number(name: str, low: float = -math.inf, *, above: bool = False, infinite: bool = False) -> float:
+        if name not in arrays:
+            raise StatisticsFileError(f"the statistics file lacks the field {name!r}")
         value = arrays[name]
         if value.size != 1 or (not np.issubdtype(value.dtype, np.number) and value.dtype != bool):
-            raise ValueError(f"{name} is not a number: {value.dtype}{list(value.shape)}")
+            raise StatisticsFileError(f"{name} is not a number: {value.dtype}{list(value.shape)}")
         result = float(value.reshape(()))
         if (
             math.isnan(result)
@@ -70,7 +111,7 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
             or result < low
             or (above and result == low)
         ):
-            raise ValueError(f"{name} = {result} is out of range")
+            raise StatisticsFileError(f"{name} = {result} is out of range")
         return result
 
     norm_obs = bool(number("norm_obs"))
@@ -86,15 +127,20 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
     )
     if env.norm_obs:
         shape = venv.observation_space.shape
+        missing = [name for name in OBSERVATION_FIELDS if name not in arrays]
+        if missing:
+            raise StatisticsFileError(f"the statistics file lacks the field {missing[0]!r} (norm_obs is set)")
         mean, var = arrays["obs_mean"], arrays["obs_var"]
         if mean.shape != shape or var.shape != shape:
-            raise ValueError(
+            raise StatisticsFileError(
                 f"observation statistics of shape {mean.shape}, for observations of shape {shape}"
             )
         if not (np.issubdtype(mean.dtype, np.floating) and np.issubdtype(var.dtype, np.floating)):
-            raise ValueError(f"observation statistics of dtype {mean.dtype} and {var.dtype}, not floats")
+            raise StatisticsFileError(
+                f"observation statistics of dtype {mean.dtype} and {var.dtype}, not floats"
+            )
         if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all()):
-            raise ValueError("observation statistics hold NaN, inf or a negative variance")
+            raise StatisticsFileError("observation statistics hold NaN, inf or a negative variance")
         obs_rms = RunningMeanStd(shape=mean.shape)
         obs_rms.mean, obs_rms.var = mean, var
         obs_rms.count = number("obs_count", 0.0)
@@ -102,6 +148,41 @@ def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
     env.ret_rms.mean, env.ret_rms.var = number("ret_mean"), number("ret_var", 0.0)  # type: ignore[assignment]
     env.ret_rms.count = number("ret_count", 0.0)
     return env
+
+
+def _read_fields(path: pathlib.Path, obs_size: int) -> dict[str, np.ndarray]:
+    """The :data:`FIELDS` the ``.npz`` at ``path`` holds, each read within its bound (``obs_size``
+    ``float64`` numbers for ``obs_mean`` and ``obs_var``); other entries are not read."""
+    with open(path, "rb") as handle:
+        if handle.read(len(PICKLE_START)) == PICKLE_START:
+            raise StatisticsFileError(
+                "this is a pickle, as Stable-Baselines3's pickled VecNormalize statistics "
+                "(vecnormalize.pkl) are; sb3-acer does not unpickle files (that could run code): use the "
+                ".vecnormalize.npz file that sb3-acer train writes"
+            )
+        handle.seek(0)
+        try:
+            with open_zip(handle) as archive:
+                present = set(archive.namelist())
+                return {
+                    name: _read_field(archive, name, 8 * obs_size if name in ("obs_mean", "obs_var") else 0)
+                    for name in FIELDS
+                    if f"{name}.npy" in present
+                }
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
+            raise StatisticsFileError(f"damaged (truncated or corrupt): {error}") from None
+
+
+def _read_field(archive: zipfile.ZipFile, name: str, max_nbytes: int) -> np.ndarray:
+    """The field ``name``, of at most ``max_nbytes`` bytes (or :data:`MAX_SCALAR_BYTES`, if that is more)."""
+    try:
+        return read_npy(archive, archive.getinfo(f"{name}.npy"), max(max_nbytes, MAX_SCALAR_BYTES))
+    except EntryTooLargeError as error:
+        raise StatisticsFileError(
+            f"the field {name!r} is larger than it can be for the model's observations: {error}"
+        ) from None
+    except ValueError as error:
+        raise StatisticsFileError(f"the field {name!r} is corrupt or not a plain array: {error}") from None
 
 
 def finite_statistics(env: VecNormalize) -> bool:

@@ -25,11 +25,17 @@ classes are stored by their path ``"module:qualname"`` and resolved on load only
 :mod:`~sb3_acer.serialization.class_table` and the classes passed in ``custom_objects``: loading never
 imports a module (importing runs the module's code), so a class of your own must be passed, e.g.
 ``custom_objects={"features_extractor_class": MyExtractor}``.
+
+Reading takes bounded memory whatever sizes the file declares (:func:`read_entry`): ``data`` holds at most
+:data:`MAX_JSON_BYTES`; each tensor entry at most what its caller allows (``ACER.load`` reads them after
+building the model, each bounded by the size of the state dict it fills, :func:`read_model_tensors`), and
+the records inside it no more than it holds; a ``.pth`` entry the caller does not name is refused unread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -53,10 +59,18 @@ from sb3_acer.serialization.class_table import CLASS_TABLE
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "MAX_JSON_BYTES",
+    "MAX_TENSOR_BYTES",
+    "EntryTooLargeError",
     "ModelFileError",
     "decode_json_value",
     "encode_json_value",
+    "open_entry",
+    "open_zip",
+    "read_entry",
+    "read_model_data",
     "read_model_file",
+    "read_model_tensors",
     "space_from_json",
     "space_to_json",
     "write_atomically",
@@ -70,6 +84,16 @@ DATA_ENTRY = "data"
 FORMAT_1_DATA_ENTRY = "data.json"
 #: SB3's entry of torch variables other than state dicts (ACER has none).
 PYTORCH_VARIABLES = "pytorch_variables.pth"
+#: The most bytes a JSON entry (``data``, ``replay_buffer.json``) may hold. Honest ones hold kilobytes; the
+#: largest are spaces with bounds per element, written one number a line: about 16 bytes per element and
+#: bound for an image ``Box`` (a ``uint8`` RGB frame of 210 x 160, Atari's, writes 3.2 MB), 40 for floats.
+#: 64 MiB holds an image of 2 million values (3 x 816 x 816), or 800,000 float bounds.
+MAX_JSON_BYTES = 64 << 20
+#: The most bytes a tensor entry may hold when no model bounds it (``read_model_file`` without ``limits``);
+#: ``ACER.load`` and ``set_parameters`` bound each entry by the model's own state dict instead.
+MAX_TENSOR_BYTES = 2 << 30
+#: How many bytes an entry is decompressed at a time.
+READ_CHUNK = 1 << 20
 
 PathOrFile = str | pathlib.Path | IO[bytes] | io.BufferedIOBase
 
@@ -114,7 +138,19 @@ def _floats(values: Any) -> np.ndarray:
 
 
 def space_from_json(data: dict[str, Any]) -> spaces.Space:
-    """Rebuild a space described by :func:`space_to_json`."""
+    """Rebuild a space described by :func:`space_to_json`.
+
+    Raises:
+        ModelFileError: an unknown space type.
+        ValueError, TypeError, KeyError: a description that is not a space's (an infinite size, say).
+    """
+    try:
+        return _space_from_json(data)
+    except OverflowError as error:  # int(inf): a size no space has
+        raise ValueError(f"{data.get('type')} space: {error}") from error
+
+
+def _space_from_json(data: dict[str, Any]) -> spaces.Space:
     kind = data.get("type")
     if kind == "Box":
         dtype = np.dtype(data["dtype"])
@@ -302,6 +338,31 @@ def write_atomically(path: pathlib.Path, write: Callable[[IO[bytes]], object]) -
         os.close(directory)
 
 
+def open_zip(source: Any) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(source)`` for reading, where every sign of a damaged archive raises
+    ``zipfile.BadZipFile``: on a truncated file zipfile also seeks before its start (``ValueError`` on a file
+    object, ``OSError`` EINVAL on a path), and it raises ``NotImplementedError`` for a version it does not
+    read. A missing or unreadable path stays an ``OSError``."""
+    try:
+        return zipfile.ZipFile(source, "r")
+    except (ValueError, NotImplementedError, EOFError) as error:
+        raise zipfile.BadZipFile(str(error)) from error
+    except OSError as error:
+        if error.errno != errno.EINVAL:
+            raise
+        raise zipfile.BadZipFile(str(error)) from error
+
+
+def open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
+    """``archive.open(info)``, where every sign of a damaged entry raises ``zipfile.BadZipFile``: a local
+    header before the file's start (``ValueError``, ``OSError``), an unknown compression method or version
+    (``NotImplementedError``), an encrypted entry (``RuntimeError``)."""
+    try:
+        return archive.open(info)
+    except (ValueError, NotImplementedError, RuntimeError, OSError, EOFError) as error:
+        raise zipfile.BadZipFile(f"entry {info.filename} cannot be read: {error}") from error
+
+
 def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
     if isinstance(path_or_file, str | pathlib.Path):
         path = pathlib.Path(path_or_file)
@@ -313,17 +374,200 @@ def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
     else:
         source = path_or_file
     try:
-        return zipfile.ZipFile(source, "r")
+        return open_zip(source)
     except zipfile.BadZipFile as error:
         raise ModelFileError(
             f"{path_or_file} is not a model file (not a zip archive or truncated): {error}"
         ) from error
 
 
+class EntryTooLargeError(ValueError):
+    """An archive entry holds, or says it holds, more bytes than the file's settings allow."""
+
+
+def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int) -> bytes:
+    """The bytes of the entry ``name``, refused if they exceed ``limit``.
+
+    The size the zip declares (which whoever wrote the file chose) is checked first, before anything is
+    decompressed; then the entry is decompressed in chunks of :data:`READ_CHUNK` bytes up to one byte past
+    that size, so an entry that holds more than it declares costs no more than it declares either (zipfile
+    would decompress as much as one ``read`` asks for, whatever the entry declares).
+
+    Raises:
+        KeyError: no such entry.
+        EntryTooLargeError: the entry declares or holds more than ``limit`` bytes.
+    """
+    info = name if isinstance(name, zipfile.ZipInfo) else archive.getinfo(name)
+    if info.file_size > limit:
+        raise EntryTooLargeError(
+            f"entry {info.filename} declares {info.file_size} bytes, more than the {limit} it may hold"
+        )
+    chunks, size = [], 0
+    with open_entry(archive, info) as handle:
+        while size <= info.file_size:
+            chunk = handle.read(min(READ_CHUNK, info.file_size + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > info.file_size:
+        raise EntryTooLargeError(
+            f"entry {info.filename} holds more than the {info.file_size} bytes it declares"
+        )
+    return b"".join(chunks)
+
+
+def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: str) -> dict[str, Any]:
+    """The checked JSON of the ``data`` entry (``data.json`` in format 1), at most :data:`MAX_JSON_BYTES`."""
+    names = archive.namelist()
+    entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
+    if entry not in names:
+        raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
+    try:
+        data = json.loads(read_entry(archive, entry, MAX_JSON_BYTES))
+    except EntryTooLargeError as error:
+        raise ModelFileError(f"{path_or_file}: {error}: {entry} is not model data") from error
+    except (ValueError, RecursionError) as error:  # ValueError: also JSON's, and an integer of 5000 digits
+        raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise ModelFileError(
+            f"{path_or_file} is not an sb3-acer model file "
+            "(SB2 and SB3 model files, which unpickle code, are not read)"
+        )
+    if data.get("algorithm") != algorithm:
+        raise ModelFileError(
+            f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
+        )
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(
+            f"{path_or_file} has format version {version!r}, not a version number (1 to "
+            f"{FORMAT_VERSION}): {entry} is damaged"
+        )
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
+            f"({FORMAT_VERSION}); upgrade sb3-acer"
+        )
+    return data
+
+
+def _check_storages(content: bytes) -> None:
+    """Refuse a tensor entry whose inner records declare more bytes than the entry holds.
+
+    ``torch.save`` writes a zip of stored (uncompressed) records, which ``torch.load`` reads at the sizes the
+    inner zip declares; checked here, so that no torch version allocates a record larger than the entry
+    (torch 2.13 refuses such a header itself, and checks each storage size the pickle declares against its
+    record).
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as inner:
+            declared = sum(info.file_size for info in inner.infolist())
+    except (zipfile.BadZipFile, EOFError, ValueError) as error:
+        raise ValueError(f"not a torch.save archive: {error}") from error
+    if declared > len(content):
+        raise ValueError(f"its records declare {declared} bytes, more than the {len(content)} it holds")
+
+
+def _tensor_entry(
+    archive: zipfile.ZipFile, path_or_file: PathOrFile, name: str, limit: int, device: th.device | str
+) -> Any:
+    entry = f"{name}.pth"
+    try:
+        content = read_entry(archive, entry, limit)
+    except EntryTooLargeError as error:
+        raise ModelFileError(
+            f"{path_or_file}: {error}, the size of the model's {name} state dict: the saved tensors do not "
+            "fit the model (refused unread)"
+        ) from error
+    try:
+        _check_storages(content)
+        return th.load(io.BytesIO(content), map_location=device, weights_only=True)
+    except Exception as error:
+        raise ModelFileError(
+            f"{path_or_file}: entry {entry} is corrupt or holds something other than tensors "
+            f"(it is never unpickled as code): {error}"
+        ) from error
+
+
+def _tensor_entries(
+    archive: zipfile.ZipFile,
+    path_or_file: PathOrFile,
+    limits: Mapping[str, int] | None,
+    device: th.device | str,
+) -> dict[str, Any]:
+    """The tensor entries named in ``limits`` that the file holds (any other ``.pth`` entry is refused,
+    unread), each read within its limit (:data:`MAX_TENSOR_BYTES` for all without ``limits``)."""
+    tensors: dict[str, Any] = {}
+    for entry in archive.namelist():
+        if not entry.endswith(".pth") or entry == PYTORCH_VARIABLES:
+            continue
+        name = entry[: -len(".pth")]
+        if limits is not None and name not in limits:
+            raise ModelFileError(
+                f"{path_or_file}: unknown tensor entry {entry} (refused unread); a model file holds "
+                f"{', '.join(f'{known}.pth' for known in limits)}"
+            )
+        limit = MAX_TENSOR_BYTES if limits is None else limits[name]
+        tensors[name] = _tensor_entry(archive, path_or_file, name, limit, device)
+    return tensors
+
+
+@contextlib.contextmanager
+def _reading(path_or_file: PathOrFile) -> Iterator[zipfile.ZipFile]:
+    """The open archive; a truncated or corrupt entry raises :class:`ModelFileError`."""
+    with _open_archive(path_or_file) as archive:
+        try:
+            yield archive
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as error:
+            raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
+
+
+def read_model_data(path_or_file: PathOrFile, algorithm: str = "ACER") -> dict[str, Any]:
+    """The JSON data of a model file (its ``data`` entry, at most :data:`MAX_JSON_BYTES`), checked to be
+    model data of ``algorithm`` of a format this version reads; no tensor entry is read.
+
+    Raises:
+        FileNotFoundError: no file at the path.
+        ModelFileError: not a zip, truncated or corrupt, another algorithm's file, or a newer format.
+    """
+    with _reading(path_or_file) as archive:
+        return _data_entry(archive, path_or_file, algorithm)
+
+
+def read_model_tensors(
+    path_or_file: PathOrFile, limits: Mapping[str, int], device: th.device | str = "cpu"
+) -> dict[str, Any]:
+    """The state dicts of a model file's tensor entries, read without unpickling.
+
+    Args:
+        path_or_file: the model file.
+        limits: the entries a model file may hold (``name`` for ``name.pth``), each with the most bytes it
+            may take: what the state dict of the model it is loaded into takes, with some slack. An entry
+            that declares or holds more is refused before it is decompressed; a ``.pth`` entry not named
+            here is refused unread.
+        device: where to put the tensors.
+
+    Raises:
+        ModelFileError: a tensor entry that is too large, unknown, corrupt or holds other than tensors.
+    """
+    if isinstance(path_or_file, io.IOBase):
+        path_or_file.seek(0)
+    with _reading(path_or_file) as archive:
+        return _tensor_entries(archive, path_or_file, limits, device)
+
+
 def read_model_file(
-    path_or_file: PathOrFile, device: th.device | str = "cpu", algorithm: str = "ACER"
+    path_or_file: PathOrFile,
+    device: th.device | str = "cpu",
+    algorithm: str = "ACER",
+    limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read a model file written by :func:`write_model_file`, without unpickling anything.
+
+    ``limits`` bound the tensor entries as for :func:`read_model_tensors`; without them every ``.pth``
+    entry is read up to :data:`MAX_TENSOR_BYTES`. ``ACER.load`` reads the data first, builds the model,
+    and then reads the tensors bounded by its state dicts.
 
     Returns:
         The JSON data and the tensors by name.
@@ -332,49 +576,6 @@ def read_model_file(
         FileNotFoundError: no file at the path.
         ModelFileError: not a zip, truncated or corrupt, another algorithm's file, or a newer format.
     """
-    with _open_archive(path_or_file) as archive:
-        try:
-            names = archive.namelist()
-            entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
-            if entry not in names:
-                raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
-            try:
-                data = json.loads(archive.read(entry))
-            except (ValueError, RecursionError) as error:  # ValueError: also an integer of 5000 digits
-                raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
-            if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
-                raise ModelFileError(
-                    f"{path_or_file} is not an sb3-acer model file "
-                    "(SB2 and SB3 model files, which unpickle code, are not read)"
-                )
-            if data.get("algorithm") != algorithm:
-                raise ModelFileError(
-                    f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
-                )
-            version = data.get("format_version")
-            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-                raise ModelFileError(
-                    f"{path_or_file} has format version {version!r}, not a version number (1 to "
-                    f"{FORMAT_VERSION}): {entry} is damaged"
-                )
-            if version > FORMAT_VERSION:
-                raise ModelFileError(
-                    f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
-                    f"({FORMAT_VERSION}); upgrade sb3-acer"
-                )
-            tensors: dict[str, Any] = {}
-            for name in names:
-                if not name.endswith(".pth") or name == PYTORCH_VARIABLES:
-                    continue
-                try:
-                    tensors[name[: -len(".pth")]] = th.load(
-                        io.BytesIO(archive.read(name)), map_location=device, weights_only=True
-                    )
-                except Exception as error:
-                    raise ModelFileError(
-                        f"{path_or_file}: entry {name} is corrupt or holds something other than tensors "
-                        f"(it is never unpickled as code): {error}"
-                    ) from error
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-            raise ModelFileError(f"{path_or_file} is damaged (truncated or corrupt): {error}") from error
-    return data, tensors
+    with _reading(path_or_file) as archive:
+        data = _data_entry(archive, path_or_file, algorithm)
+        return data, _tensor_entries(archive, path_or_file, limits, device)

@@ -41,7 +41,9 @@ from sb3_acer.serialization.model_file import (
     ModelFileError,
     decode_json_value,
     encode_json_value,
+    read_model_data,
     read_model_file,
+    read_model_tensors,
     space_from_json,
     space_to_json,
     write_model_file,
@@ -284,7 +286,7 @@ def set_parameters(
     if isinstance(load_path_or_dict, dict):
         params = load_path_or_dict
     else:
-        _, params = read_model_file(load_path_or_dict, device=model.device)
+        _, params = read_model_file(load_path_or_dict, device=model.device, limits=_tensor_limits(model))
     _check_parameters(model, params, exact_match)
     backup = model.get_parameters()
     try:
@@ -300,6 +302,32 @@ def set_parameters(
         for name, state in backup.items():
             _saved_module(model, name).load_state_dict(state)
         raise
+
+
+#: What a tensor entry may hold beyond its tensors' bytes: the pickle of the state dict and the zip around it
+#: (a few hundred bytes a tensor; this covers thousands).
+TENSOR_ENTRY_SLACK = 1 << 20
+#: The optimizer's state per parameter, in parameters: RMSProp keeps one tensor (its square average), Adam
+#: two or three; four leaves room for any optimizer of the same kind.
+OPTIMIZER_STATE_PER_PARAMETER = 4
+
+
+def _tensor_limits(model: ACER) -> dict[str, int]:
+    """The most bytes each of ``model``'s tensor entries may hold: what its state dict takes (the optimizer's:
+    :data:`OPTIMIZER_STATE_PER_PARAMETER` tensors the size of each parameter), plus
+    :data:`TENSOR_ENTRY_SLACK`."""
+
+    def nbytes(tensors: Iterable[th.Tensor]) -> int:
+        return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
+
+    limits = {
+        name: nbytes(_saved_module(model, name).state_dict().values()) + TENSOR_ENTRY_SLACK
+        for name in SAVED_MODULES
+        if name != "optimizer"
+    }
+    weights = nbytes(model.policy.parameters())
+    limits["optimizer"] = OPTIMIZER_STATE_PER_PARAMETER * weights + TENSOR_ENTRY_SLACK
+    return limits
 
 
 def install_replay_buffer(model: ACER, buffer: Any) -> None:
@@ -338,7 +366,6 @@ class _SavedModel:
     """What a model file holds, decoded and checked (but not yet applied to a model)."""
 
     data: dict[str, Any]
-    tensors: dict[str, Any]
     replay_buffer: Any
     rng_states: dict[str, Any] | None
     replay_rng: np.random.Generator | None
@@ -406,8 +433,9 @@ def _read_saved_model(
     print_system_info: bool,
     classes: dict[str, type],
 ) -> _SavedModel:
-    """Read the file at ``path`` and decode what it holds (see :func:`_decode_settings`)."""
-    data, tensors = read_model_file(path, device="cpu")
+    """Read the file at ``path`` and decode what it holds (see :func:`_decode_settings`); the tensors are
+    read once the model is built (:func:`_build_networks`), bounded by its state dicts."""
+    data = read_model_data(path)
     if print_system_info:
         print("Saved with:", data.get("versions"))
     replay_buffer = read_embedded_buffer(path) if keep_buffer else None
@@ -418,7 +446,6 @@ def _read_saved_model(
     )
     return _SavedModel(
         data=data,
-        tensors=tensors,
         replay_buffer=replay_buffer,
         rng_states=rng_states,
         replay_rng=replay_rng,
@@ -532,12 +559,11 @@ def _attach_env(model: ACER, env: GymEnv | str) -> None:
     model._vec_normalize_env = unwrap_vec_normalize(vec_env)
 
 
-def _build_networks(
-    model: ACER, path: PathOrFile, tensors: dict[str, Any], policy_given: bool, settings_given: bool
-) -> None:
-    """Build ``model``'s networks, optimizer and replay memory and load the saved ``tensors`` into them.
-    ``policy_given``: the caller gave the policy class or its ``policy_kwargs``; ``settings_given``: those
-    or hyperparameters (an error they may cause is the caller's, reported as it is)."""
+def _build_networks(model: ACER, path: PathOrFile, policy_given: bool, settings_given: bool) -> None:
+    """Build ``model``'s networks, optimizer and replay memory and load the saved tensors into them (each
+    tensor entry read only up to the size of the state dict it fills). ``policy_given``: the caller gave the
+    policy class or its ``policy_kwargs``; ``settings_given``: those or hyperparameters (an error they may
+    cause is the caller's, reported as it is)."""
     try:
         model._setup_model()
     except (AssertionError, UnsupportedSpaceError) as error:  # e.g. NatureCNN needs images
@@ -554,6 +580,7 @@ def _build_networks(
         raise ModelFileError(
             f"{path}: the policy cannot be built from the saved settings: {' '.join(str(error).split())}"
         ) from None
+    tensors = read_model_tensors(path, _tensor_limits(model), device="cpu")
     try:
         model.set_parameters(tensors, exact_match=True)
     except (RuntimeError, ValueError) as error:
@@ -653,7 +680,7 @@ def load_model(
         if env is not None:
             _attach_env(model, env)
         policy_given = policy_given or replaced_policy_kwargs is not None
-        _build_networks(model, path, saved.tensors, policy_given, policy_given or bool(overrides))
+        _build_networks(model, path, policy_given, policy_given or bool(overrides))
         _restore_counters(model, path, saved.data)
         _restore_replay_and_rng(model, path, saved, overrides.get("seed"))
         return model

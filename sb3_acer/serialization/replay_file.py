@@ -22,14 +22,21 @@ concatenated, with each slot's lengths). Reading rebuilds the buffer with
 
 Nothing is unpickled: JSON is parsed, and arrays are read as raw numbers after their ``.npy`` header has
 been checked (object arrays, whose ``.npy`` form is a pickle, are refused).
+
+Memory is bounded by the file's own settings: ``replay_buffer.json`` holds at most
+:data:`~sb3_acer.serialization.model_file.MAX_JSON_BYTES`, and the arrays together at most what a full
+buffer of its ``capacity``, ``n_steps``, ``n_envs``, ``obs_shape`` and dtypes can hold
+(:func:`array_budget`), each header checked against what is left before the array is allocated.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import pathlib
 import platform
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -39,18 +46,29 @@ import numpy as np
 
 from sb3_acer.observations import dtype_from_json, dtype_to_json
 from sb3_acer.replay import BUFFER_CLASSES, ReplayBuffer
-from sb3_acer.serialization.model_file import ModelFileError, PathOrFile, write_atomically
+from sb3_acer.serialization.model_file import (
+    MAX_JSON_BYTES,
+    EntryTooLargeError,
+    ModelFileError,
+    PathOrFile,
+    open_entry,
+    open_zip,
+    read_entry,
+    write_atomically,
+)
 from sb3_acer.serialization.rng_state import jsonable
 
 __all__ = [
     "BUFFER_FORMAT_NAME",
     "BUFFER_FORMAT_VERSION",
     "ReplayBufferFileError",
+    "array_budget",
     "buffer_classes",
     "check_buffer_matches",
     "load_buffer",
     "read_buffer_entries",
     "read_embedded_buffer",
+    "read_npy",
     "save_buffer",
     "write_buffer_entries",
 ]
@@ -171,19 +189,41 @@ def _write_npy(archive: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
         np.lib.format.write_array(handle, array, allow_pickle=False)
 
 
-def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
-    """Read a ``.npy`` entry without pickle: the header is checked before any memory is allocated."""
-    with archive.open(info) as handle:
-        version = np.lib.format.read_magic(handle)
+def _npy_header(handle: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """The shape, order and dtype a ``.npy`` header declares (at most numpy's 10,000 bytes of header)."""
+    version = np.lib.format.read_magic(handle)
+    try:
         if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
+            return np.lib.format.read_array_header_1_0(handle)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(handle)
+    except (tokenize.TokenError, SyntaxError) as error:  # numpy reads old headers with tokenize
+        raise ValueError(f"the header cannot be parsed: {error}") from error
+    raise ValueError(f"unsupported .npy version {version}")
+
+
+def read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_nbytes: int) -> np.ndarray:
+    """Read a ``.npy`` entry without pickle: its header is checked before any memory is allocated.
+
+    Refused: object arrays (a pickle), and a header that declares more than ``max_nbytes`` bytes of data (what
+    the file's settings allow) or more than the entry declares it holds. The data is then read in chunks up to
+    the size the header declares; more is refused.
+
+    Raises:
+        EntryTooLargeError: the header declares more than ``max_nbytes`` (a ``ValueError``).
+        ValueError: another problem, named (callers add the file and the entry).
+        EOFError: the entry holds less than its header declares.
+    """
+    with open_entry(archive, info) as handle:
+        shape, fortran_order, dtype = _npy_header(handle)
         if dtype.hasobject:
             raise ValueError("object arrays (a pickle) are refused")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize  # Python ints: no overflow
+        if nbytes > max_nbytes:
+            raise EntryTooLargeError(
+                f"header announces {nbytes} bytes ({dtype.str}{list(shape)}), more than the {max_nbytes} "
+                "it may hold"
+            )
         if nbytes > info.file_size:
             raise ValueError(f"header announces {nbytes} bytes but the entry holds {info.file_size}")
         flat = np.empty(nbytes, dtype=np.uint8)
@@ -240,8 +280,10 @@ def _read_header(archive: zipfile.ZipFile, source: Any) -> dict[str, Any]:
         )
         raise ReplayBufferFileError(f"{source} is {what} (no {BUFFER_ENTRY})")
     try:
-        header = json.loads(archive.read(BUFFER_ENTRY))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        header = json.loads(read_entry(archive, BUFFER_ENTRY, MAX_JSON_BYTES))
+    except EntryTooLargeError as error:
+        raise ReplayBufferFileError(f"{source}: {error}: {BUFFER_ENTRY} is not a replay buffer's") from error
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise ReplayBufferFileError(f"{source}: {BUFFER_ENTRY} is corrupt: {error}") from error
     if not isinstance(header, dict) or header.get("format") != BUFFER_FORMAT_NAME:
         raise ReplayBufferFileError(f"{source} is not an sb3-acer replay buffer file")
@@ -259,15 +301,71 @@ def _read_header(archive: zipfile.ZipFile, source: Any) -> dict[str, Any]:
     return header
 
 
-def _read_arrays(archive: zipfile.ZipFile, names: Any, source: Any) -> dict[str, np.ndarray]:
-    """The ``.npy`` entries the header lists, read without pickle."""
+def _setting(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """The setting ``name`` of a state's JSON, decoded (``obs_shape`` a tuple, ``obs_dtype`` a dtype)."""
+    if name not in state:
+        if default is None:
+            raise ValueError(f"the state lacks the setting {name!r}")
+        return default
+    value = _decode(state[name], {})
+    if name.endswith("dtype"):
+        if not isinstance(value, np.dtype):
+            raise ValueError(f"{name} is not a dtype: {state[name]!r}")
+        return value
+    counts = value if name == "obs_shape" else (value,)
+    if not (
+        isinstance(counts, tuple)
+        and all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in counts)
+    ):
+        raise ValueError(
+            f"{name} must be a whole number (or a tuple of them for obs_shape), got {state[name]!r}"
+        )
+    return value
+
+
+def array_budget(state: Mapping[str, Any]) -> tuple[int, int]:
+    """The most bytes the arrays of a buffer with ``state``'s settings (its JSON) can hold, in all and for the
+    lengths of the truncation rows: each of the ``capacity x n_envs x (n_steps + 1)`` rows of a full buffer
+    with three whole observations (the stored one, or a frame buffer's frame and whole head, and a truncation
+    observation), its action, behaviour statistics, reward, flags and truncation index; the LSTM states of
+    each slot and env; the last observations of a frame buffer; and 1 MiB for the arrays' headers.
+
+    Raises:
+        ValueError: a setting is missing or not a whole number (a shape of them, a dtype).
+    """
+    capacity, n_steps, n_envs = (_setting(state, name) for name in ("capacity", "n_steps", "n_envs"))
+    obs_shape, n_actions = _setting(state, "obs_shape"), _setting(state, "n_actions")
+    obs_bytes = math.prod(obs_shape) * _setting(state, "obs_dtype", np.dtype(np.float32)).itemsize
+    action_bytes = max(_setting(state, "action_size", 0), 1) * 8
+    rows = capacity * n_envs * (n_steps + 1)
+    per_row = 3 * obs_bytes + action_bytes + 8 * n_actions + 4 + 3 + 16
+    lstm = capacity * n_envs * 2 * 4 * _setting(state, "state_size", 0)
+    lengths = capacity * 2 * 8
+    return rows * per_row + lstm + lengths + n_envs * obs_bytes + (1 << 20), lengths + 128
+
+
+def _read_arrays(
+    archive: zipfile.ZipFile, names: Any, source: Any, budget: tuple[int, int]
+) -> dict[str, np.ndarray]:
+    """The ``.npy`` entries the header lists, read without pickle, together within ``budget``
+    (:func:`array_budget`)."""
     arrays: dict[str, np.ndarray] = {}
+    left, lengths = budget
+    if not isinstance(names, dict) or not all(isinstance(name, str) for name in names):
+        raise ReplayBufferFileError(f"{source}: {BUFFER_ENTRY}'s arrays are not an object of array names")
     for name in names:
         entry = f"{ARRAY_FOLDER}{name}.npy"
         try:
-            arrays[name] = _read_npy(archive, archive.getinfo(entry))
+            info = archive.getinfo(entry)
+            arrays[name] = read_npy(archive, info, min(lengths, left) if name.endswith(".lengths") else left)
+            left -= arrays[name].nbytes
         except KeyError as error:
             raise ReplayBufferFileError(f"{source}: the entry {entry} is missing") from error
+        except EntryTooLargeError as error:
+            raise ReplayBufferFileError(
+                f"{source}: entry {entry}: {error}, given the buffer's settings (capacity, n_steps, n_envs, "
+                "obs_shape, ...) and the arrays before it; refused before reading it"
+            ) from error
         except (ValueError, EOFError) as error:
             raise ReplayBufferFileError(
                 f"{source}: entry {entry} is corrupt or not a plain array (it is never unpickled): {error}"
@@ -285,21 +383,27 @@ def read_buffer_entries(archive: zipfile.ZipFile, source: Any = "replay buffer f
     try:
         header = _read_header(archive, source)
         class_name = header.get("class")
-        cls = BUFFER_CLASSES.get(class_name)  # type: ignore[arg-type]
+        cls = BUFFER_CLASSES.get(class_name) if isinstance(class_name, str) else None
         if cls is None:
             raise ReplayBufferFileError(
                 f"{source} holds a {class_name!r} replay buffer; known: {sorted(BUFFER_CLASSES)}"
             )
-        arrays = _read_arrays(archive, header.get("arrays", {}), source)
         try:
             if not isinstance(header.get("state"), dict):
                 raise ValueError("the state is not an object")
+            budget = array_budget(header["state"])
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as error:
+            raise ReplayBufferFileError(
+                f"{source}: the {class_name} settings are invalid: {error}"
+            ) from error
+        arrays = _read_arrays(archive, header.get("arrays", {}), source, budget)
+        try:
             state: Mapping[str, Any] = {
                 name: _decode(value, arrays) for name, value in header["state"].items()
             }
             # The arrays were just read: the buffer takes them instead of a copy.
             return cls.from_state_dict(state, copy=False)
-        except (KeyError, IndexError, TypeError, ValueError, MemoryError) as error:
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError, MemoryError) as error:
             raise ReplayBufferFileError(f"{source}: the {class_name} state is invalid: {error}") from error
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
         raise ReplayBufferFileError(f"{source} is damaged (truncated or corrupt): {error}") from error
@@ -335,8 +439,8 @@ def _open(
             raise FileNotFoundError(f"no {what} at {path}")
         source = path
     try:
-        return zipfile.ZipFile(source, "r")
-    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        return open_zip(source)
+    except (zipfile.BadZipFile, OSError) as error:
         if isinstance(error, FileNotFoundError):
             raise
         raise ReplayBufferFileError(
