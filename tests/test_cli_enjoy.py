@@ -22,10 +22,12 @@ from cli_helpers import (
 )
 from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
 from gymnasium import spaces
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_acer import ACER
-from sb3_acer.cli.normalization import save_normalization
+from sb3_acer.cli import normalization
+from sb3_acer.cli.normalization import load_normalization, save_normalization
 
 
 def test_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
@@ -407,7 +409,9 @@ def test_enjoy_names_a_missing_statistics_field_and_refuses_sb3_pickled_statisti
             err,
             1,
             f"cannot read {statistics}: this is a pickle, as Stable-Baselines3's pickled VecNormalize "
-            "statistics (vecnormalize.pkl) are; sb3-acer does not unpickle files",
+            "statistics (vecnormalize.pkl) are; sb3-acer does not unpickle files unless told to, as that "
+            f"could run code: if you trust it, convert it once with 'sb3-acer convert-stats {statistics} "
+            "OUT.npz' (then play with --norm-stats OUT.npz), or pass --trust-pickle\n",
         )
         assert not marker.exists()
 
@@ -539,3 +543,97 @@ def test_a_model_trained_without_normalisation_plays_without_statistics(
     assert not ACER.load(model_path).trained_with_vec_normalize
     code, _, err = run(capsys, "enjoy", str(model_path), "--env", "CartPole-v1", "--episodes", "1")
     assert code == 0, err
+
+
+def _sb3_normalised_model(folder: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, VecNormalize]:
+    """A model trained from Python under ``VecNormalize`` (clipping at 4), saved with SB3's pickled
+    statistics as ``CheckpointCallback(save_vecnormalize=True)`` writes them: the model, the pickle, the
+    statistics."""
+    env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]), clip_obs=4.0, gamma=0.95)
+    model = ACER("MlpPolicy", env, n_steps=5, buffer_size=100, replay_start=20, seed=0)
+    model.learn(60)
+    model.save(folder / "model.zip")
+    env.save(str(folder / "vecnormalize.pkl"))
+    return folder / "model.zip", folder / "vecnormalize.pkl", env
+
+
+def _same_statistics(loaded: VecNormalize, saved: VecNormalize) -> None:
+    assert isinstance(loaded.obs_rms, RunningMeanStd) and isinstance(saved.obs_rms, RunningMeanStd)
+    assert np.array_equal(loaded.obs_rms.mean, saved.obs_rms.mean)
+    assert np.array_equal(loaded.obs_rms.var, saved.obs_rms.var)
+    assert loaded.obs_rms.count == saved.obs_rms.count
+    settings = ("norm_obs", "clip_obs", "clip_reward", "gamma", "epsilon")
+    assert [getattr(loaded, name) for name in settings] == [getattr(saved, name) for name in settings]
+    assert (loaded.clip_obs, loaded.gamma, loaded.training, loaded.norm_reward) == (4.0, 0.95, False, False)
+    obs = np.array([[0.3, -2.0, 0.1, 40.0]], dtype=np.float32)  # the last element is clipped
+    assert np.array_equal(loaded.normalize_obs(obs), saved.normalize_obs(obs))
+
+
+def test_sb3_pickled_statistics_play_when_trusted_or_converted_alike(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """Before: a model trained under ``VecNormalize`` from Python or the zoo could not be played by the CLI
+    (its statistics are SB3's pickle, refused with numpy's ``allow_pickle`` message). Without the flag: one
+    line naming both ways; with ``--trust-pickle`` it plays; converted once, it plays without the flag, the
+    same episodes, from exactly the same statistics."""
+    model, pickled, saved = _sb3_normalised_model(tmp_path)
+    play = ("enjoy", str(model), "--env", "CartPole-v1", "--episodes", "2", "--deterministic")
+    code, out, err = run(capsys, *play)
+    assert_one_line_error(code, err, 1, "the model was trained with VecNormalize but")
+    assert "with --trust-pickle, or converted once with 'sb3-acer convert-stats')" in err
+    code, out, err = run(capsys, *play, "--norm-stats", str(pickled))
+    assert_one_line_error(code, err, 1, f"cannot read {pickled}: this is a pickle")
+    assert f"'sb3-acer convert-stats {pickled} OUT.npz'" in err and "or pass --trust-pickle" in err
+    assert "episode" not in out
+    code, trusted, err = run(capsys, *play, "--norm-stats", str(pickled), "--trust-pickle")
+    assert code == 0, err
+    assert "mean return over 2 episodes" in trusted
+    converted = tmp_path / "stats.npz"
+    code, out, err = run(capsys, "convert-stats", str(pickled), str(converted))
+    assert (code, err) == (0, "")
+    assert out == f"wrote {converted}: play with 'sb3-acer enjoy MODEL --norm-stats {converted}'\n"
+    code, out, err = run(capsys, *play, "--norm-stats", str(converted))
+    assert (code, out) == (0, trusted), err
+    venv = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    _same_statistics(load_normalization(venv, converted), saved)
+    _same_statistics(load_normalization(venv, pickled, trust_pickle=True), saved)
+
+
+def test_convert_stats_refuses_what_is_not_pickled_statistics_before_writing(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sb3-acer convert-stats`` writes nothing but the statistics of a ``VecNormalize`` pickle: each other
+    input is one line, OUT untouched; a pickle larger than statistics can be is refused unread (its payload
+    never runs)."""
+    _, pickled, _ = _sb3_normalised_model(tmp_path)
+    out_file = tmp_path / "out.npz"
+    code, _, err = run(capsys, "convert-stats", str(tmp_path / "none.pkl"), str(out_file))
+    assert_one_line_error(code, err, 2, f"no statistics file '{tmp_path / 'none.pkl'}'")
+    code, _, err = run(capsys, "convert-stats", str(pickled), str(pickled))
+    assert_one_line_error(code, err, 2, f"OUT {pickled} is IN itself: name another file")
+    npz = tmp_path / "already.npz"
+    save_normalization(VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")])), npz)
+    other = tmp_path / "other.pkl"
+    other.write_bytes(pickle.dumps({"obs_rms": 1}))
+    damaged = tmp_path / "damaged.pkl"
+    damaged.write_bytes(pickled.read_bytes()[:200])
+    for source, reason in (
+        (npz, "not a pickle, as Stable-Baselines3's VecNormalize statistics (vecnormalize.pkl) are; an .npz"),
+        (other, "it holds a pickled dict, not VecNormalize statistics (VecNormalize.save())"),
+        (damaged, "cannot be unpickled as VecNormalize statistics: "),
+    ):
+        code, _, err = run(capsys, "convert-stats", str(source), str(out_file))
+        assert_one_line_error(code, err, 1, f"cannot convert {source}: {reason}")
+    marker = tmp_path / "pwned"
+    bomb = tmp_path / "large.pkl"
+    bomb.write_bytes(pickle.dumps([_Payload(marker), b"x" * 2000]))
+    monkeypatch.setattr(normalization, "MAX_PICKLE_BYTES", 1000)
+    code, _, err = run(capsys, "convert-stats", str(bomb), str(out_file))
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"cannot convert {bomb}: {bomb.stat().st_size} bytes, more than pickled VecNormalize statistics hold "
+        "(at most 1000)",
+    )
+    assert not marker.exists() and not out_file.exists()

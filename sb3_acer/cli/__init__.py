@@ -1,4 +1,4 @@
-"""The ``sb3-acer`` command (also ``python -m sb3_acer``): train, enjoy, plot and export.
+"""The ``sb3-acer`` command (also ``python -m sb3_acer``): train, enjoy, plot, export and convert-stats.
 
 - ``sb3-acer train ENV_ID`` trains ACER with the tuned preset for ``ENV_ID`` when one exists
   (``sb3_acer/presets/acer.yml``), otherwise with ACER's defaults. Every setting can be overridden. The run
@@ -12,6 +12,9 @@
 - ``sb3-acer plot RUN_DIR...`` draws episode return against environment steps from the ``Monitor`` logs,
   the mean and standard deviation over the seeds of each experiment, to a PNG.
 - ``sb3-acer export MODEL OUT`` writes a saved model's policy as an ONNX graph (:mod:`~sb3_acer.cli.export`).
+- ``sb3-acer convert-stats IN OUT`` writes Stable-Baselines3's pickled ``VecNormalize`` statistics
+  (``vecnormalize.pkl``, from a file the user trusts) as the ``.npz`` that ``enjoy --norm-stats`` reads
+  (:mod:`~sb3_acer.cli.convert_stats`).
 
 :func:`main` takes the arguments and returns the exit code: 0 on success, 2 for a usage error (unknown
 environment id, bad ``key=value``, unknown hyperparameter, invalid value), 1 for other failures (a missing
@@ -39,7 +42,7 @@ import sys
 from collections.abc import Sequence
 
 import sb3_acer
-from sb3_acer.cli import enjoy, export, plot, train
+from sb3_acer.cli import convert_stats, enjoy, export, plot, train
 from sb3_acer.cli.arguments import Parser
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, one_line
 from sb3_acer.serialization.model_file import ModelFileError
@@ -67,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {sb3_acer.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    for command in (train, enjoy, plot, export):
+    for command in (train, enjoy, plot, export, convert_stats):
         command.add_parser(commands)
     return parser
 

@@ -38,7 +38,11 @@ examples:
 
 The environment id, its wrappers and the VecNormalize statistics are read from MODEL.json and
 MODEL.vecnormalize.npz next to the model, as written by '{PROG} train'. MODEL.json chooses no module to
-import: give the run's --gym-packages again (e.g. --gym-packages minigrid)."""
+import: give the run's --gym-packages again (e.g. --gym-packages minigrid).
+
+Statistics saved by Stable-Baselines3 (VecNormalize.save(), the zoo's vecnormalize.pkl) are a pickle, which
+can run code: convert a file you trust once ('{PROG} convert-stats vecnormalize.pkl stats.npz', then
+--norm-stats stats.npz), or play with --norm-stats vecnormalize.pkl --trust-pickle."""
 
 
 def _video_recorder(info: EnvInfo, folder: str, n_episodes: int) -> Callable[[gym.Env], gym.Env]:
@@ -152,7 +156,7 @@ def _enjoy_env(
     )
     if normalized and normalization_path.is_file():
         try:
-            env = load_normalization(env, normalization_path)
+            env = load_normalization(env, normalization_path, trust_pickle=args.trust_pickle)
         except (OSError, ValueError, KeyError) as error:
             env.close()
             raise CLIError(f"cannot read {normalization_path}: {one_line(error)}") from None
@@ -160,7 +164,8 @@ def _enjoy_env(
         env.close()
         raise CLIError(
             f"the model was trained with VecNormalize but {normalization_path} is missing: "
-            "pass --norm-stats PATH (the .vecnormalize.npz file its run wrote)"
+            "pass --norm-stats PATH (the .vecnormalize.npz file its run wrote; SB3's vecnormalize.pkl "
+            f"with --trust-pickle, or converted once with '{PROG} convert-stats')"
         )
     return env
 
@@ -329,6 +334,12 @@ def add_parser(commands: Any) -> None:
         type=pathlib.Path,
         metavar="PATH",
         help="VecNormalize statistics to play with (default: MODEL.vecnormalize.npz beside the model)",
+    )
+    enjoy.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="read statistics pickled by Stable-Baselines3 (vecnormalize.pkl), which can run code: only for "
+        "a file you trust",
     )
     enjoy.add_argument("--episodes", type=positive_int, default=5, help="number of episodes (default 5)")
     enjoy.add_argument("--deterministic", action="store_true", help="take the most probable action")

@@ -5,14 +5,23 @@ Reading is bounded by the observation space of the model being played: only the 
 :data:`FIELDS` are read (another entry is never read), ``obs_mean`` and ``obs_var`` each at most one
 ``float64`` per observation element, every other field at most :data:`MAX_SCALAR_BYTES`; each entry's size and
 its ``.npy`` header are checked before anything is decompressed or allocated
-(:func:`~sb3_acer.serialization.replay_file.read_npy`). Stable-Baselines3's own ``vecnormalize.pkl`` is a
-pickle, which is never unpickled: it is refused with a message that says so.
+(:func:`~sb3_acer.serialization.replay_file.read_npy`).
+
+Stable-Baselines3's own statistics (``VecNormalize.save()``, ``CheckpointCallback(save_vecnormalize=True)``,
+the zoo's ``vecnormalize.pkl``) are a pickle, and unpickling a file can run any code:
+:func:`load_normalization` refuses one with a message naming the two ways on, unless called with
+``trust_pickle=True``; :func:`convert_sb3_normalization` (``sb3-acer convert-stats``) turns a trusted one into
+this safe format once.
+:func:`save_normalization` and :func:`load_normalization` are public: a model trained with ``VecNormalize``
+from Python can be played by ``sb3-acer enjoy --norm-stats``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import pathlib
+import pickle
 import zipfile
 import zlib
 from typing import Any
@@ -27,10 +36,14 @@ from sb3_acer.serialization.replay_file import read_npy
 
 __all__ = [
     "FIELDS",
+    "MAX_PICKLE_BYTES",
     "MAX_SCALAR_BYTES",
+    "PickledStatisticsError",
     "StatisticsFileError",
+    "convert_sb3_normalization",
     "finite_statistics",
     "load_normalization",
+    "read_sb3_normalization",
     "save_normalization",
 ]
 
@@ -53,6 +66,9 @@ FIELDS = (
 MAX_SCALAR_BYTES = 1024
 #: The first byte of a pickle (protocol 2 and later), as in SB3's ``vecnormalize.pkl``.
 PICKLE_START = b"\x80"
+#: The largest pickled statistics file read (with ``trust_pickle``): a ``vecnormalize.pkl`` holds the
+#: statistics and the observation space, a few MB for the largest image observations.
+MAX_PICKLE_BYTES = 1 << 28
 
 
 class StatisticsFileError(ValueError):
@@ -60,9 +76,27 @@ class StatisticsFileError(ValueError):
     observations; the message names the field (``enjoy`` adds the file: ``cannot read PATH: ...``)."""
 
 
+class PickledStatisticsError(StatisticsFileError):
+    """Pickled statistics (Stable-Baselines3's ``vecnormalize.pkl``) read without ``trust_pickle``: never
+    unpickled; the message names the two ways on (``sb3-acer convert-stats`` and ``--trust-pickle``)."""
+
+
 def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
-    """Write ``VecNormalize``'s statistics and settings as plain arrays (``np.savez``, no pickle); without
-    ``norm_obs`` there are no observation statistics."""
+    """Write ``VecNormalize``'s statistics and settings to ``path`` as plain arrays (``np.savez``, no pickle),
+    atomically: the file ``sb3-acer train`` writes beside a model (``MODEL.vecnormalize.npz``), which
+    ``sb3-acer enjoy`` reads (``--norm-stats``) and :func:`load_normalization` loads. Without ``norm_obs``
+    there are no observation statistics.
+
+    Raises:
+        CLIError: ``env`` normalises ``Dict`` observations, whose statistics this format does not hold.
+    """
+    arrays = _statistics_arrays(env)
+    write_atomically(path, lambda file: np.savez(file, **arrays))
+
+
+def _statistics_arrays(env: VecNormalize) -> dict[str, Any]:
+    """The fields of a statistics file for ``env`` (:data:`FIELDS`; the observation statistics only with
+    ``norm_obs``)."""
     ret_rms = env.ret_rms
     observation_statistics: dict[str, Any] = {}
     if env.norm_obs:
@@ -72,7 +106,7 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
         observation_statistics = dict(
             obs_mean=obs_rms.mean, obs_var=obs_rms.var, obs_count=np.float64(obs_rms.count)
         )
-    arrays = dict(
+    return dict(
         **observation_statistics,
         ret_mean=ret_rms.mean,
         ret_var=ret_rms.var,
@@ -84,19 +118,32 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
         gamma=env.gamma,
         epsilon=env.epsilon,
     )
-    write_atomically(path, lambda file: np.savez(file, **arrays))
 
 
-def load_normalization(venv: VecEnv, path: pathlib.Path) -> VecNormalize:
-    """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics.
+def load_normalization(venv: VecEnv, path: pathlib.Path, *, trust_pickle: bool = False) -> VecNormalize:
+    """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics:
+    those :func:`save_normalization` wrote or, with ``trust_pickle``, Stable-Baselines3's pickled ones
+    (:func:`read_sb3_normalization`), both checked alike.
 
     Raises:
+        PickledStatisticsError: SB3's pickled statistics without ``trust_pickle`` (never unpickled).
         StatisticsFileError: the file is not statistics ``save_normalization`` wrote for ``venv`` (damaged,
             a missing field, other shapes, larger than they can be, values no normalisation has: NaN, a
-            negative variance, ...; SB3's pickled statistics).
+            negative variance, ...), or with ``trust_pickle``, not ``VecNormalize`` statistics.
         OSError: the file cannot be read.
     """
-    arrays = _read_fields(path, math.prod(venv.observation_space.shape or ()))
+    if trust_pickle and _is_pickle(path):
+        arrays = {
+            name: np.asarray(value)
+            for name, value in _statistics_arrays(read_sb3_normalization(path)).items()
+        }
+    else:
+        arrays = _read_fields(path, math.prod(venv.observation_space.shape or ()))
+    return _normalized(venv, arrays)
+
+
+def _normalized(venv: VecEnv, arrays: dict[str, np.ndarray]) -> VecNormalize:
+    """``venv`` in a frozen ``VecNormalize`` with the statistics ``arrays``, once they are checked."""
 
     def number(name: str, low: float = -math.inf, *, above: bool = False, infinite: bool = False) -> float:
         if name not in arrays:
@@ -155,10 +202,11 @@ def _read_fields(path: pathlib.Path, obs_size: int) -> dict[str, np.ndarray]:
     ``float64`` numbers for ``obs_mean`` and ``obs_var``); other entries are not read."""
     with open(path, "rb") as handle:
         if handle.read(len(PICKLE_START)) == PICKLE_START:
-            raise StatisticsFileError(
+            raise PickledStatisticsError(
                 "this is a pickle, as Stable-Baselines3's pickled VecNormalize statistics "
-                "(vecnormalize.pkl) are; sb3-acer does not unpickle files (that could run code): use the "
-                ".vecnormalize.npz file that sb3-acer train writes"
+                "(vecnormalize.pkl) are; sb3-acer does not unpickle files unless told to, as that could run "
+                f"code: if you trust it, convert it once with 'sb3-acer convert-stats {path} OUT.npz' "
+                "(then play with --norm-stats OUT.npz), or pass --trust-pickle"
             )
         handle.seek(0)
         try:
@@ -183,6 +231,69 @@ def _read_field(archive: zipfile.ZipFile, name: str, max_nbytes: int) -> np.ndar
         ) from None
     except ValueError as error:
         raise StatisticsFileError(f"the field {name!r} is corrupt or not a plain array: {error}") from None
+
+
+def _is_pickle(path: pathlib.Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(PICKLE_START)) == PICKLE_START
+
+
+def read_sb3_normalization(path: pathlib.Path) -> VecNormalize:
+    """The ``VecNormalize`` that Stable-Baselines3's ``VecNormalize.save()`` pickled to ``path`` (no venv
+    set), with finite statistics. **This unpickles the file, which can run any code: only for a file you
+    trust.** Its size is checked first (at most :data:`MAX_PICKLE_BYTES`).
+
+    Raises:
+        StatisticsFileError: the file is larger than statistics are, cannot be unpickled, holds something
+            other than ``VecNormalize``, or statistics with NaN or inf.
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_PICKLE_BYTES:
+            raise StatisticsFileError(
+                f"{size} bytes, more than pickled VecNormalize statistics hold (at most {MAX_PICKLE_BYTES})"
+            )
+        raw = handle.read(MAX_PICKLE_BYTES + 1)
+    if len(raw) > MAX_PICKLE_BYTES:  # grew while it was read
+        raise StatisticsFileError(f"more than {MAX_PICKLE_BYTES} bytes, more than pickled statistics hold")
+    try:
+        statistics = pickle.loads(raw)  # trusted by the caller
+    except Exception as error:  # a damaged or foreign pickle fails in any way
+        raise StatisticsFileError(
+            f"cannot be unpickled as VecNormalize statistics: {type(error).__name__}: {error}"
+        ) from None
+    if not isinstance(statistics, VecNormalize):
+        raise StatisticsFileError(
+            f"it holds a pickled {type(statistics).__name__}, not VecNormalize statistics "
+            "(VecNormalize.save())"
+        )
+    try:
+        finite = finite_statistics(statistics)
+    except (AttributeError, TypeError) as error:
+        raise StatisticsFileError(f"incomplete VecNormalize statistics: {error}") from None
+    if not finite:
+        raise StatisticsFileError("the pickled statistics hold NaN or inf")
+    return statistics
+
+
+def convert_sb3_normalization(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Write Stable-Baselines3's pickled statistics at ``source`` to ``target`` in the safe format of
+    :func:`save_normalization`, the same settings and statistics. ``source`` is unpickled
+    (:func:`read_sb3_normalization`): **only for a file you trust.**
+
+    Raises:
+        StatisticsFileError: ``source`` is not pickled ``VecNormalize`` statistics (see
+            :func:`read_sb3_normalization`; sb3-acer's own ``.npz`` is refused as needing no conversion).
+        CLIError: the statistics are of ``Dict`` observations, which the safe format does not hold.
+        OSError: ``source`` cannot be read or ``target`` written.
+    """
+    if not _is_pickle(source):
+        raise StatisticsFileError(
+            "not a pickle, as Stable-Baselines3's VecNormalize statistics (vecnormalize.pkl) are; an "
+            ".npz that sb3-acer train or save_normalization wrote needs no conversion"
+        )
+    save_normalization(read_sb3_normalization(source), target)
 
 
 def finite_statistics(env: VecNormalize) -> bool:
