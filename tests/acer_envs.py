@@ -116,6 +116,17 @@ class TupleActionEnv(gym.Env):
         self.action_space = spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2)))
 
 
+class TextKeyEnv(gym.Env):
+    """A ``Dict`` observation space with a ``Text`` key, as MiniGrid's ``mission``: refused by ACER, and
+    before its check, by ``DummyVecEnv``'s buffers with "'NoneType' object is not iterable"."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict(
+            {"image": spaces.Box(0, 255, shape=(3, 3, 3), dtype=np.uint8), "mission": spaces.Text(10)}
+        )
+        self.action_space = spaces.Discrete(3)
+
+
 def collect(model: ACER) -> Segment:
     """One segment collected by ``model`` from where its env stands (set up on first use), not trained on."""
     if model._last_obs is None:

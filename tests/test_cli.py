@@ -113,7 +113,9 @@ def test_unsupported_action_space_is_a_one_line_error(
         gym.register("TupleActions-v0", entry_point="acer_envs:TupleActionEnv")
     code, out, err = run(capsys, "train", "TupleActions-v0", *FAST, "--log-folder", str(tmp_path))
     assert out == ""  # checked before the run is announced
-    assert_one_line_error(code, err, 2, "invalid settings: ACER supports Discrete, Box, MultiDiscrete and")
+    assert_one_line_error(
+        code, err, 2, "ACER cannot use TupleActions-v0: ACER supports Discrete, Box, MultiDiscrete and"
+    )
     assert not tmp_path.joinpath("TupleActions-v0_0").exists()
 
 

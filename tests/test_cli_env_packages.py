@@ -48,6 +48,23 @@ def test_gym_packages_registers_the_env_and_enjoy_imports_it_when_named_again(
 
 
 @needs_minigrid
+def test_minigrid_without_a_wrapper_names_its_text_key(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "'NoneType' object is not iterable"; now the API's message, naming the key."""
+    code, _, err = run(
+        capsys, "train", GRID, "--gym-packages", "minigrid", *SHORT, "--log-folder", str(tmp_path)
+    )
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        f"ACER cannot use {GRID}: key 'mission' of the Dict observation space: ACER supports Box",
+    )
+    assert not any(tmp_path.iterdir())
+
+
+@needs_minigrid
 def test_a_module_prefixed_id_imports_the_module(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ import pathlib
 import sys
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from cli_helpers import (
@@ -422,3 +423,22 @@ def test_an_env_without_preset_gets_the_fallback_settings(
     )
     assert ACER.load(tmp_path / "MountainCarContinuous-v0_0" / "model.zip").lr_schedule_name == "constant"
     assert ACER("MlpPolicy", "CartPole-v1").lr_schedule_name == "linear"
+
+
+def test_a_dict_space_with_a_text_key_gets_the_apis_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """Before: ``train`` of MiniGrid (a Dict with a ``Text`` key, ``mission``) said "'NoneType' object is not
+    iterable" (``DummyVecEnv`` buffering the Text key); now the API's message, naming the key."""
+    if "TextKey-v0" not in gym.registry:
+        gym.register("TextKey-v0", entry_point="acer_envs:TextKeyEnv")
+    code, out, err = run(capsys, "train", "TextKey-v0", *FAST, "--log-folder", str(tmp_path))
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        "ACER cannot use TextKey-v0: key 'mission' of the Dict observation space: ACER supports Box, "
+        "Discrete, MultiDiscrete and MultiBinary observations, and Dict observations of them (with "
+        "MultiInputPolicy); got Text(",
+    )
+    assert out == "" and not any(tmp_path.iterdir())

@@ -21,6 +21,7 @@ from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_mina
 from sb3_acer.envs.mujoco import MuJoCoNotInstalledError, require_mujoco
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
+from sb3_acer.validation import UnsupportedSpaceError, check_spaces
 
 __all__ = ["EnvInfo", "import_gym_packages", "make_env", "resolve_env", "torch_threads"]
 
@@ -121,7 +122,8 @@ def make_env(
 ) -> VecEnv:
     """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.envs.subproc.SafeSubprocVecEnv`) of
     ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack), each made by
-    ``gymnasium.make(env_id, **env_kwargs)``.
+    ``gymnasium.make(env_id, **env_kwargs)``; spaces ACER cannot use are a :class:`UsageError` with the
+    message of :func:`~sb3_acer.validation.check_spaces`.
 
     ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
     run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.
@@ -134,7 +136,14 @@ def make_env(
 
     def wrap(env: gym.Env) -> gym.Env:
         env = AtariWrapper(env) if info.atari else env
-        return outer(env) if outer is not None else env
+        env = outer(env) if outer is not None else env
+        # Before the vec env is built: DummyVecEnv fails on a space it cannot buffer (a Text key says
+        # "'NoneType' object is not iterable"); ACER's own check names the space.
+        try:
+            check_spaces(env.observation_space, env.action_space)
+        except UnsupportedSpaceError as error:
+            raise UsageError(f"ACER cannot use {info.env_id}: {one_line(error)}") from None
+        return env
 
     make_kwargs: dict[str, Any] = {}
     if render_mode is not None:
