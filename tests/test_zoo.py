@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections import OrderedDict
 from collections.abc import Iterator
+from importlib import resources
 from typing import Any
 
 import gymnasium as gym
@@ -199,6 +200,23 @@ def test_zoo_presets_keep_acer_schedules() -> None:
     assert zoo_learning_rate({"lr_schedule": "constant"}) == {"learning_rate": 7e-4}
     with pytest.raises(ValueError, match="'middle_drop' has no rl-zoo3 equivalent"):
         zoo_learning_rate({"learning_rate": 1e-3, "lr_schedule": "middle_drop"})
+
+
+def test_the_zoo_reading_acer_yml_itself_keeps_each_presets_schedule() -> None:
+    """Before: ``-conf`` naming the file ``sb3_acer/presets/acer.yml`` (not the module) made each linear
+    preset's ``learning_rate: !!float`` a constant schedule, which ACER follows over ``lr_schedule``."""
+    from rl_zoo3.exp_manager import ExperimentManager
+
+    entries = yaml.safe_load((resources.files("sb3_acer.presets") / "acer.yml").read_text())  # as the zoo
+    rated = {env_id: entry for env_id, entry in entries.items() if "learning_rate" in entry}
+    assert len(rated) == 14
+    for env_id, entry in rated.items():
+        zoo_rate = ExperimentManager._preprocess_schedules(dict(entry))["learning_rate"]
+        preset = load_preset(env_id).hyperparameters
+        linear = {"linear": True, "constant": False}[preset["lr_schedule"]]
+        for progress_remaining in (1.0, 0.5, 0.1):
+            expected = preset["learning_rate"] * (progress_remaining if linear else 1.0)
+            assert zoo_rate(progress_remaining) == expected, (env_id, progress_remaining)
 
 
 def test_main_refuses_an_unknown_script(capsys) -> None:

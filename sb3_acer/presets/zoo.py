@@ -3,8 +3,9 @@
 ``python -m sb3_acer.zoo train`` passes ``--conf-file sb3_acer.presets.zoo`` to the zoo, which imports
 this module and reads its ``hyperparams`` (a dict keyed by environment id, as the zoo's
 ``hyperparams/<algo>.yml``). It is built from ``acer.yml`` each time it is read, so the two never
-differ. ``acer.yml`` is in the zoo's format already, but for one thing: the zoo turns any number under
-``learning_rate`` into a constant schedule, which ACER follows instead of its ``lr_schedule``. So each
+differ. ``acer.yml`` is in the zoo's format already, and writes its linear decays as the zoo's
+``lin_<rate>``, so that the zoo's ``-conf`` may also name the file itself: the zoo turns any number under
+``learning_rate`` into a constant schedule, which ACER follows instead of its ``lr_schedule``. Here each
 entry's ``learning_rate`` and ``lr_schedule`` (ACER's default ``'linear'`` when absent) become the zoo's
 equivalent: ``lin_<rate>`` for the linear decay, the plain rate for ``'constant'``; the other named
 schedules have no zoo equivalent and are refused. Class names in ``policy_kwargs`` are resolved (the zoo
