@@ -81,7 +81,7 @@ class PickledStatisticsError(StatisticsFileError):
     unpickled; the message names the two ways on (``sb3-acer convert-stats`` and ``--trust-pickle``)."""
 
 
-def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
+def save_normalization(env: VecNormalize, path: str | os.PathLike[str]) -> None:
     """Write ``VecNormalize``'s statistics and settings to ``path`` as plain arrays (``np.savez``, no pickle),
     atomically: the file ``sb3-acer train`` writes beside a model (``MODEL.vecnormalize.npz``), which
     ``sb3-acer enjoy`` reads (``--norm-stats``) and :func:`load_normalization` loads. Without ``norm_obs``
@@ -91,7 +91,7 @@ def save_normalization(env: VecNormalize, path: pathlib.Path) -> None:
         CLIError: ``env`` normalises ``Dict`` observations, whose statistics this format does not hold.
     """
     arrays = _statistics_arrays(env)
-    write_atomically(path, lambda file: np.savez(file, **arrays))
+    write_atomically(pathlib.Path(path), lambda file: np.savez(file, **arrays))
 
 
 def _statistics_arrays(env: VecNormalize) -> dict[str, Any]:
@@ -120,7 +120,9 @@ def _statistics_arrays(env: VecNormalize) -> dict[str, Any]:
     )
 
 
-def load_normalization(venv: VecEnv, path: pathlib.Path, *, trust_pickle: bool = False) -> VecNormalize:
+def load_normalization(
+    venv: VecEnv, path: str | os.PathLike[str], *, trust_pickle: bool = False
+) -> VecNormalize:
     """Wrap ``venv`` in a frozen ``VecNormalize`` (no updates, rewards unscaled) with saved statistics:
     those :func:`save_normalization` wrote or, with ``trust_pickle``, Stable-Baselines3's pickled ones
     (:func:`read_sb3_normalization`), both checked alike.
@@ -132,6 +134,7 @@ def load_normalization(venv: VecEnv, path: pathlib.Path, *, trust_pickle: bool =
             negative variance, ...), or with ``trust_pickle``, not ``VecNormalize`` statistics.
         OSError: the file cannot be read.
     """
+    path = pathlib.Path(path)
     if trust_pickle and _is_pickle(path):
         arrays = {
             name: np.asarray(value)
@@ -238,7 +241,7 @@ def _is_pickle(path: pathlib.Path) -> bool:
         return handle.read(len(PICKLE_START)) == PICKLE_START
 
 
-def read_sb3_normalization(path: pathlib.Path) -> VecNormalize:
+def read_sb3_normalization(path: str | os.PathLike[str]) -> VecNormalize:
     """The ``VecNormalize`` that Stable-Baselines3's ``VecNormalize.save()`` pickled to ``path`` (no venv
     set), with finite statistics. **This unpickles the file, which can run any code: only for a file you
     trust.** Its size is checked first (at most :data:`MAX_PICKLE_BYTES`).
@@ -277,7 +280,7 @@ def read_sb3_normalization(path: pathlib.Path) -> VecNormalize:
     return statistics
 
 
-def convert_sb3_normalization(source: pathlib.Path, target: pathlib.Path) -> None:
+def convert_sb3_normalization(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
     """Write Stable-Baselines3's pickled statistics at ``source`` to ``target`` in the safe format of
     :func:`save_normalization`, the same settings and statistics. ``source`` is unpickled
     (:func:`read_sb3_normalization`): **only for a file you trust.**
@@ -288,6 +291,7 @@ def convert_sb3_normalization(source: pathlib.Path, target: pathlib.Path) -> Non
         CLIError: the statistics are of ``Dict`` observations, which the safe format does not hold.
         OSError: ``source`` cannot be read or ``target`` written.
     """
+    source = pathlib.Path(source)
     if not _is_pickle(source):
         raise StatisticsFileError(
             "not a pickle, as Stable-Baselines3's VecNormalize statistics (vecnormalize.pkl) are; an "
