@@ -36,17 +36,17 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecTransposeImage
 
 from sb3_acer import ACER
-from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
-from sb3_acer.rollout import collect_segment
-from sb3_acer.serialization.model_file import ModelFileError
-from sb3_acer.serialization.replay_file import (
+from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.rollout import collect_segment
+from sb3_acer.common.save_util.model_file import ModelFileError
+from sb3_acer.common.save_util.replay_file import (
     ReplayBufferFileError,
     load_buffer,
     read_embedded_buffer,
     save_buffer,
 )
-from sb3_acer.serialization.rng_state import global_rng_states, set_global_rng_states
+from sb3_acer.common.save_util.rng_state import global_rng_states, set_global_rng_states
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "reliability_worker.py"

@@ -14,8 +14,8 @@ import pytest
 import torch as th
 
 from sb3_acer import ACER
-from sb3_acer.optim import FastRMSpropTFLike
-from sb3_acer.serialization.class_table import CLASS_TABLE
+from sb3_acer.common.optim import FastRMSpropTFLike
+from sb3_acer.common.save_util.class_table import CLASS_TABLE
 
 ADAM = {"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"betas": (0.8, 0.99), "eps": 1e-6}}
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_acer.cli.errors import CLIError
-from sb3_acer.serialization.model_file import write_atomically
+from sb3_acer.common.save_util.model_file import write_atomically
 
 __all__ = ["finite_statistics", "load_normalization", "save_normalization"]
 
