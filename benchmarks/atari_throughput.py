@@ -50,9 +50,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from benchmarks.common import command_line, commit_at_start, script_parser
 from sb3_acer import ACER
+from sb3_acer.common.buffers import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.replay import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 
 FRAMES_PER_STEP = 4
 

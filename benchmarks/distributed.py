@@ -47,12 +47,12 @@ from benchmarks.common import ThresholdTracker, command_line, commit_at_start, s
 from sb3_acer import ACER, CnnPolicy
 from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory
 from sb3_acer.cli.environments import make_env, resolve_env
+from sb3_acer.common.rollout import collect_segment
 from sb3_acer.distributed import RayActors
 from sb3_acer.distributed.actors import SegmentMessage
 from sb3_acer.distributed.pool import writable
 from sb3_acer.envs.atari import make_atari_vec_env
 from sb3_acer.presets import load_preset
-from sb3_acer.rollout import collect_segment
 
 THRESHOLDS = {"CartPole-v1": 475.0, "LunarLander-v3": 200.0}
 

@@ -55,7 +55,7 @@ from benchmarks.common import (
     write_results,
 )
 from sb3_acer import ACER
-from sb3_acer.segment import Segment
+from sb3_acer.common.type_aliases import Segment
 
 
 class NoVelocityObservation(gym.ObservationWrapper):

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sb3_acer.acer import ACER, UnsupportedSpaceError
+    from sb3_acer.acer.acer import ACER, UnsupportedSpaceError
     from sb3_acer.policies import (
         CnnLnLstmPolicy,
         CnnLstmPolicy,
@@ -27,8 +27,8 @@ __version__ = "0.1.0"
 
 #: Where each public name is defined.
 _MODULE_OF = {
-    "ACER": "sb3_acer.acer",
-    "UnsupportedSpaceError": "sb3_acer.acer",
+    "ACER": "sb3_acer.acer.acer",
+    "UnsupportedSpaceError": "sb3_acer.acer.acer",
     "CnnLnLstmPolicy": "sb3_acer.policies",
     "CnnLstmPolicy": "sb3_acer.policies",
     "CnnPolicy": "sb3_acer.policies",

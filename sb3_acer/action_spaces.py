@@ -13,7 +13,8 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from sb3_acer.observations import ObservationArrays
+from sb3_acer.common.checks.settings import UnsupportedSpaceError
+from sb3_acer.common.observations import ObservationArrays
 from sb3_acer.policies import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
@@ -33,7 +34,6 @@ from sb3_acer.policies.sdn_recurrent import (
     SDNMlpLstmPolicy,
     SDNMultiInputLstmPolicy,
 )
-from sb3_acer.validation import UnsupportedSpaceError
 
 __all__ = [
     "policy_class_for",

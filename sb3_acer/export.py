@@ -40,9 +40,9 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
+from sb3_acer.common.save_util.model_file import write_atomically
 from sb3_acer.policies import LSTMMemory
-from sb3_acer.serialization.model_file import write_atomically
 
 __all__ = ["DEFAULT_OPSET", "OUTPUT_NAME", "check_opset", "export_onnx", "input_names", "output_name"]
 

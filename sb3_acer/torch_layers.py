@@ -29,7 +29,7 @@ class MinAtarCNN(BaseFeaturesExtractor):
         DQN("CnnPolicy", env, policy_kwargs=dict(features_extractor_class=MinAtarCNN, net_arch=[]))
 
     A model saved with it names this class in its file, which loads as it is: the class is in the table a
-    model file's classes resolve through (:mod:`sb3_acer.serialization.class_table`).
+    model file's classes resolve through (:mod:`sb3_acer.common.save_util.class_table`).
 
     Args:
         observation_space: a ``Box`` of channel-first images ``[C, H, W]`` with ``H`` and ``W`` at least

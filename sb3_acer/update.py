@@ -32,9 +32,9 @@ from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.utils import obs_as_tensor
 
 from sb3_acer import functional as F
-from sb3_acer.observations import first_rows, map_observations, unpack_observations
+from sb3_acer.common.observations import first_rows, map_observations, unpack_observations
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
-from sb3_acer.segment import Segment
 
 __all__ = [
     "CriticTargets",

@@ -24,10 +24,10 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 from sb3_acer import functional as F
 from sb3_acer import functional_continuous as FC
-from sb3_acer.observations import first_rows, unpack_observations
+from sb3_acer.common.observations import first_rows, unpack_observations
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies.sdn import SDNOutput, SDNPolicy
 from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
-from sb3_acer.segment import Segment
 from sb3_acer.update import TrustRegionDiagnostics, UpdateConfig, UpdateStats, sequence_inputs
 
 __all__ = [

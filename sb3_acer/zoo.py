@@ -3,8 +3,8 @@
 The zoo's scripts run as they are (``pip install sb3-acer[zoo]``), with ACER registered under ``acer``
 (:func:`register`): in ``rl_zoo3.ALGOS``, and with an Optuna sampler of ACER's hyperparameters
 (:func:`sample_acer_params`) for ``train -optimize``. ``--algo`` defaults to ``acer``, and ``train`` reads
-the package's presets (``acer.yml``, through :mod:`sb3_acer.presets.zoo`) unless ``-conf`` names another
-file. For example::
+the package's presets (``acer.yml``, through :mod:`sb3_acer.presets.zoo_format`) unless ``-conf`` names
+another file. For example::
 
     python -m sb3_acer.zoo train --env CartPole-v1 -f logs
     python -m sb3_acer.zoo train --env CartPole-v1 -optimize --n-trials 20 -n 50000
@@ -52,12 +52,12 @@ from unittest import mock
 
 import yaml
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.errors import one_line
+from sb3_acer.common.save_util.model_file import ModelFileError
 from sb3_acer.presets.expressions import ClassName, read_expression
-from sb3_acer.presets.zoo import MODULE as PRESETS_MODULE
-from sb3_acer.presets.zoo import zoo_learning_rate
-from sb3_acer.serialization.model_file import ModelFileError
+from sb3_acer.presets.zoo_format import MODULE as PRESETS_MODULE
+from sb3_acer.presets.zoo_format import zoo_learning_rate
 
 __all__ = [
     "ALGO",
@@ -122,7 +122,7 @@ def convert_acer_params(sampled: dict[str, Any]) -> dict[str, Any]:
     """The zoo's hyperparameters for a stored trial's parameters (the zoo's ``HYPERPARAMS_CONVERTER``,
     which ``train --trial-id`` lays over the hyperparameter file): as :func:`sample_acer_params` gives them,
     with the learning rate and its schedule written as the zoo reads them (``lin_<rate>`` or a constant
-    rate, :func:`~sb3_acer.presets.zoo.zoo_learning_rate`), so that the trial is replayed as it ran."""
+    rate, :func:`~sb3_acer.presets.zoo_format.zoo_learning_rate`), so that the trial is replayed as it ran."""
     return zoo_learning_rate(_acer_params(sampled))
 
 
@@ -867,7 +867,7 @@ def _run(script: str, args: Sequence[str], trusted: bool = False) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the zoo's ``script`` (the first argument) with ACER registered and the rest of ``argv``, after
     :func:`check_log_folder` (unless ``argv`` holds :data:`TRUST_FLAG`). A file error (a
-    :class:`~sb3_acer.serialization.model_file.ModelFileError`, :class:`LogFolderError` included) exits
+    :class:`~sb3_acer.common.save_util.model_file.ModelFileError`, :class:`LogFolderError` included) exits
     with one line on stderr."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SCRIPTS:

@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_acer import ACER
-from sb3_acer.segment import Segment
+from sb3_acer.common.type_aliases import Segment
 
 
 class ObservationSpaceEnv(gym.Env):

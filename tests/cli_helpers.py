@@ -38,9 +38,9 @@ EVALUATED = ["--eval-freq", "50", "--eval-episodes", "2", "--hyperparams", "norm
 
 
 def use_presets(monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any]) -> None:
-    import sb3_acer.presets
+    import sb3_acer.presets.loader
 
-    monkeypatch.setattr(sb3_acer.presets, "_read", lambda: entries)
+    monkeypatch.setattr(sb3_acer.presets.loader, "_read", lambda: entries)
 
 
 def settings_of(*argv: str) -> Any:

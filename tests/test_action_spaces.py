@@ -21,8 +21,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 from sb3_acer import ACER, UnsupportedSpaceError
+from sb3_acer.common.rollout import collect_segment
 from sb3_acer.policies.sdn import SDNMlpPolicy, SDNPolicy
-from sb3_acer.rollout import collect_segment
 
 IDENTITY = {
     "box": lambda: IdentityEnvBox(eps=0.5),

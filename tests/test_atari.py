@@ -28,13 +28,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack,
 
 from sb3_acer import ACER
 from sb3_acer.cli.run_atari import build_parser, main
+from sb3_acer.common.buffers import FrameStackReplayBuffer, make_replay_buffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.rollout import collect_segment
+from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.envs.atari import AtariVecEnv, ale_game_name, make_atari_vec_env
-from sb3_acer.replay import FrameStackReplayBuffer, make_replay_buffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
-from sb3_acer.rollout import collect_segment
-from sb3_acer.segment import Segment
-from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 
 FIELDS = [field.name for field in dataclasses.fields(Segment)]
 

@@ -37,17 +37,17 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecTransposeImage
 
 from sb3_acer import ACER
-from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
-from sb3_acer.rollout import collect_segment
-from sb3_acer.serialization.model_file import ModelFileError
-from sb3_acer.serialization.replay_file import (
+from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.rollout import collect_segment
+from sb3_acer.common.save_util.model_file import ModelFileError
+from sb3_acer.common.save_util.replay_file import (
     ReplayBufferFileError,
     load_buffer,
     read_embedded_buffer,
     save_buffer,
 )
-from sb3_acer.serialization.rng_state import global_rng_states, set_global_rng_states
+from sb3_acer.common.save_util.rng_state import global_rng_states, set_global_rng_states
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "reliability_worker.py"
@@ -622,7 +622,7 @@ def test_replay_buffer_entries_that_expand_1000_fold_are_refused_in_bounded_memo
     for bomb, (entry, head, _) in zip(bombs, REPLAY_BOMBS, strict=True):
         rewrite_padded(path, bomb, entry, head, padding=b" " if entry.endswith(".json") else b"\0")
     results = peak_increases(
-        f"from sb3_acer.serialization.replay_file import load_buffer\nload_buffer({str(path)!r})",
+        f"from sb3_acer.common.save_util.replay_file import load_buffer\nload_buffer({str(path)!r})",
         [f"load_buffer({str(bomb)!r})" for bomb in bombs],
     )
     for (entry, _, error), (increase, outcome) in zip(REPLAY_BOMBS, results, strict=True):

@@ -150,7 +150,7 @@ def test_ctrl_c_while_the_command_loads_is_one_line(tmp_path: pathlib.Path) -> N
 def test_the_package_loads_torch_on_first_use() -> None:
     script = (
         "import sys, sb3_acer; before = 'torch' in sys.modules; acer = sb3_acer.ACER; "
-        "from sb3_acer.acer import ACER; print(before, 'torch' in sys.modules, acer is ACER)"
+        "from sb3_acer.acer.acer import ACER; print(before, 'torch' in sys.modules, acer is ACER)"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.stdout == "False True True\n", result.stderr
@@ -292,12 +292,14 @@ def test_bad_preset_entry_is_a_one_line_error_naming_the_file_and_the_entry(
 
 def damage_the_preset_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
-    import sb3_acer.presets
+    import sb3_acer.presets.loader
 
     files = types.SimpleNamespace(
         joinpath=lambda name: types.SimpleNamespace(read_text=lambda: "CartPole-v1:\n  n_envs: [4\n")
     )
-    monkeypatch.setattr(sb3_acer.presets, "resources", types.SimpleNamespace(files=lambda package: files))
+    monkeypatch.setattr(
+        sb3_acer.presets.loader, "resources", types.SimpleNamespace(files=lambda package: files)
+    )
 
 
 DAMAGED = (
@@ -325,7 +327,7 @@ def test_a_damaged_preset_file_does_not_break_the_import(tmp_path: pathlib.Path)
     """The help text of train lists the presets; it is built when the parser is, not on import."""
     script = (
         "import types, sys\n"
-        "import sb3_acer.presets as presets\n"
+        "import sb3_acer.presets.loader as presets\n"
         "text = types.SimpleNamespace(read_text=lambda: 'CartPole-v1: [')\n"
         "files = types.SimpleNamespace(joinpath=lambda name: text)\n"
         "presets.resources = types.SimpleNamespace(files=lambda package: files)\n"

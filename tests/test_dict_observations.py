@@ -23,13 +23,13 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_acer import ACER, MultiInputLstmPolicy, MultiInputPolicy, UnsupportedSpaceError
+from sb3_acer.common.buffers import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
+from sb3_acer.common.checks.observations import check_env_step
+from sb3_acer.common.observations import observation_layout, pack_observations, unpack_observations
+from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.envs import frame_stack_size
-from sb3_acer.observation_checks import check_env_step
-from sb3_acer.observations import observation_layout, pack_observations, unpack_observations
 from sb3_acer.policies import ACERPolicy
-from sb3_acer.replay import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
-from sb3_acer.segment import Segment
-from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 
 #: Small networks: the CNN of an image key gives 8 features, one hidden layer of 16 units.
 SMALL_NET = dict(net_arch=[16], features_extractor_kwargs=dict(cnn_output_dim=8))

@@ -29,8 +29,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_acer import ACER
 from sb3_acer.cli.normalization import StatisticsFileError, load_normalization, save_normalization
-from sb3_acer.serialization.model_file import ModelFileError
-from sb3_acer.serialization.replay_file import ReplayBufferFileError, load_buffer
+from sb3_acer.common.save_util.model_file import ModelFileError
+from sb3_acer.common.save_util.replay_file import ReplayBufferFileError, load_buffer
 
 #: No case may run longer than this (a hang); honest loads take milliseconds.
 CASE_SECONDS = 60

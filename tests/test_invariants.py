@@ -14,7 +14,7 @@ import torch as th
 from stable_baselines3.common.logger import configure
 
 from sb3_acer import ACER
-from sb3_acer.segment import Segment
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.update import UpdateConfig, compute_gradients
 
 

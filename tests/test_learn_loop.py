@@ -19,7 +19,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-from sb3_acer.segment import Segment
+from sb3_acer.common.type_aliases import Segment
 
 
 def read_csv_log(folder: pathlib.Path) -> list[dict[str, str]]:

@@ -7,7 +7,7 @@ import pytest
 import torch as th
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from sb3_acer.optim import FastRMSpropTFLike, clip_grad_norm
+from sb3_acer.common.optim import FastRMSpropTFLike, clip_grad_norm
 
 
 def _run(

@@ -14,8 +14,8 @@ import pytest
 import torch as th
 
 from sb3_acer import ACER
-from sb3_acer.optim import FastRMSpropTFLike
-from sb3_acer.serialization.class_table import CLASS_TABLE
+from sb3_acer.common.optim import FastRMSpropTFLike
+from sb3_acer.common.save_util.class_table import CLASS_TABLE
 
 ADAM = {"optimizer_class": th.optim.Adam, "optimizer_kwargs": {"betas": (0.8, 0.99), "eps": 1e-6}}
 
@@ -75,6 +75,27 @@ def test_optimizer_class_and_state_round_trip(
             assert th.equal(restored["state"][index][key], value), (index, key)
     loaded.learn(20, reset_num_timesteps=False)
     assert loaded.num_timesteps == 120
+
+
+@pytest.mark.parametrize("saved_path", ["sb3_acer.common.optim", "sb3_acer.optim"])
+def test_acer_optimizer_loads_under_its_module_and_its_module_of_0_1(
+    tmp_path: pathlib.Path, small_settings: Mapping[str, Any], saved_path: str
+) -> None:
+    """A file names FastRMSpropTFLike by its module; files of 0.1 named sb3_acer.optim, before the move."""
+    settings = {"optimizer_class": FastRMSpropTFLike, "net_arch": [8]}
+    ACER("MlpPolicy", "CartPole-v1", policy_kwargs=settings, **small_settings).save(tmp_path / "model")
+    with zipfile.ZipFile(tmp_path / "model.zip") as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(entries["data"])
+    assert data["policy_kwargs"]["optimizer_class"] == {
+        "__class__": "sb3_acer.common.optim:FastRMSpropTFLike"
+    }
+    data["policy_kwargs"]["optimizer_class"] = {"__class__": f"{saved_path}:FastRMSpropTFLike"}
+    entries["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(tmp_path / "model.zip", "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    assert type(ACER.load(tmp_path / "model.zip").optimizer) is FastRMSpropTFLike
 
 
 def test_optimizer_kwargs_may_be_none() -> None:

@@ -19,7 +19,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
-from sb3_acer import ACER, presets
+from sb3_acer import ACER
 from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env
 from sb3_acer.presets import (
     PresetError,
@@ -32,6 +32,7 @@ from sb3_acer.presets import (
     resolve_policy_kwargs,
     wrapper_class,
 )
+from sb3_acer.presets import loader as presets
 from sb3_acer.presets.expressions import read_expression
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results.md"

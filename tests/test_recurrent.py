@@ -33,9 +33,9 @@ from sb3_acer import (
     RecurrentACERPolicy,
 )
 from sb3_acer import functional as F
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
-from sb3_acer.segment import Segment
 from sb3_acer.update import recurrent_outputs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))

@@ -20,6 +20,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER, MlpLstmPolicy, MlpPolicy, UnsupportedSpaceError
 from sb3_acer.action_spaces import SDN_SUBSTITUTES, policy_class_for
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
@@ -32,7 +33,6 @@ from sb3_acer.policies import (
     SDNMlpLstmPolicy,
     SDNMultiInputLstmPolicy,
 )
-from sb3_acer.segment import Segment
 from sb3_acer.update_sdn import sdn_forward
 
 TINY = dict(n_lstm=8, net_arch=[8, "lstm", dict(pi=[8], qf=[8])])

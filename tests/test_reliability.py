@@ -20,10 +20,10 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-import sb3_acer.base
+import sb3_acer.common.segment_algorithm
 from sb3_acer import ACER
+from sb3_acer.common.rollout import collect_segment
 from sb3_acer.envs.subproc import SafeSubprocVecEnv, SubprocEnvError
-from sb3_acer.rollout import collect_segment
 
 
 def all_tensors(model: ACER) -> dict[str, th.Tensor]:
@@ -247,7 +247,7 @@ def test_nan_rewards_with_the_env_check_off_never_reach_the_weights(
     monkeypatch: pytest.MonkeyPatch, small_settings: Mapping[str, Any]
 ) -> None:
     """The second line of defence: even if non-finite data got in, no update writes NaN into the weights."""
-    monkeypatch.setattr(sb3_acer.base, "check_env_step", lambda **kwargs: None)
+    monkeypatch.setattr(sb3_acer.common.segment_algorithm, "check_env_step", lambda **kwargs: None)
     env = DummyVecEnv([lambda: BadDataEnv("reward", bad_at=3)])
     model = ACER("MlpPolicy", env, **small_settings)
     model.learn(100)

@@ -1,5 +1,5 @@
-"""The segment replay buffer (``sb3_acer.replay.segment_buffer``) and the ``Segment`` record
-(``sb3_acer.segment``)."""
+"""The segment replay buffer (``sb3_acer.common.buffers.segment_buffer``) and the ``Segment`` record
+(``sb3_acer.common.type_aliases``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import warnings
 import numpy as np
 import pytest
 
-import sb3_acer.replay.base as buffer_module
-from sb3_acer.replay.base import available_memory_bytes
-from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
-from sb3_acer.segment import Segment
+import sb3_acer.common.buffers.base as buffer_module
+from sb3_acer.common.buffers.base import available_memory_bytes
+from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.type_aliases import Segment
 
 # The array fields (initial_state, the recurrent policies' (h, c) pair, is tested in test_recurrent.py).
 FIELDS = [field.name for field in dataclasses.fields(Segment) if field.name != "initial_state"]

@@ -29,8 +29,8 @@ from torch import nn
 
 import sb3_acer
 from sb3_acer import ACER, MlpPolicy
-from sb3_acer.serialization.class_table import CLASS_TABLE
-from sb3_acer.serialization.model_file import (
+from sb3_acer.common.save_util.class_table import CLASS_TABLE
+from sb3_acer.common.save_util.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,

@@ -1,10 +1,10 @@
-"""The five learning-rate schedules of SB2's ACER (``sb3_acer.schedules``)."""
+"""The five learning-rate schedules of SB2's ACER (``sb3_acer.common.schedules``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
 
 NAMES = ["linear", "constant", "double_linear_con", "middle_drop", "double_middle_drop"]
 

@@ -15,9 +15,9 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.distributions import DiagGaussian, Factorised, make_action_distribution
 from sb3_acer.policies.sdn import SDNPolicy
-from sb3_acer.segment import Segment
 from sb3_acer.update import UpdateConfig
 from sb3_acer.update_sdn import SDNDraws, compute_sdn_gradients, draw_samples, sdn_forward
 

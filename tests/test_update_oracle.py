@@ -26,8 +26,8 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import MlpLstmPolicy, MlpPolicy, RecurrentACERPolicy
-from sb3_acer.segment import Segment
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
 
 #: The numerical guard of the docs' notation table (``F.EPS``), inside every ``log`` and ratio of the oracle.

@@ -19,7 +19,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
 from sb3_acer import ACER
-from sb3_acer.replay import SegmentReplayBuffer
+from sb3_acer.common.buffers import SegmentReplayBuffer
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "

@@ -28,7 +28,7 @@ import yaml  # noqa: E402
 from sb3_acer import ACER  # noqa: E402
 from sb3_acer.presets import load_preset  # noqa: E402
 from sb3_acer.presets.expressions import ClassName  # noqa: E402
-from sb3_acer.presets.zoo import zoo_hyperparameters, zoo_learning_rate  # noqa: E402
+from sb3_acer.presets.zoo_format import zoo_hyperparameters, zoo_learning_rate  # noqa: E402
 from sb3_acer.zoo import (  # noqa: E402
     MAX_YAML_BYTES,
     NET_ARCHS,
@@ -66,7 +66,7 @@ def test_train_uses_the_package_presets(zoo_run: pathlib.Path) -> None:
     # ACER's linear decay of acer.yml, as the zoo writes it (a plain rate would be a constant schedule)
     assert dict(config)["learning_rate"] == "lin_0.004"
     args = yaml.load((run / "CartPole-v1" / "args.yml").read_text(), Loader=yaml.UnsafeLoader)
-    assert dict(args)["conf_file"] == "sb3_acer.presets.zoo"
+    assert dict(args)["conf_file"] == "sb3_acer.presets.zoo_format"
 
 
 def test_enjoy_plays_the_trained_model(

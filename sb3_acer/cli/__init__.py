@@ -45,7 +45,7 @@ import sb3_acer
 from sb3_acer.cli import convert_stats, enjoy, export, plot, train
 from sb3_acer.cli.arguments import Parser
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, one_line
-from sb3_acer.serialization.model_file import ModelFileError
+from sb3_acer.common.save_util.model_file import ModelFileError
 
 __all__ = ["build_parser", "main"]
 

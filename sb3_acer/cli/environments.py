@@ -17,11 +17,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack,
 
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
 from sb3_acer.cli.imports import import_user_module
+from sb3_acer.common.checks.settings import UnsupportedSpaceError, check_spaces
 from sb3_acer.envs.minatar import is_minatar_id, make_minatar_env, register_minatar_envs
 from sb3_acer.envs.mujoco import MuJoCoNotInstalledError, require_mujoco
 from sb3_acer.envs.subproc import SafeSubprocVecEnv
 from sb3_acer.presets import ATARI_FRAME_STACK, WrapperSpec, wrapper_class
-from sb3_acer.validation import UnsupportedSpaceError, check_spaces
 
 __all__ = ["EnvInfo", "import_gym_packages", "make_env", "resolve_env", "torch_threads"]
 
@@ -123,7 +123,7 @@ def make_env(
     """A ``DummyVecEnv`` (with ``subprocesses``, a :class:`~sb3_acer.envs.subproc.SafeSubprocVecEnv`) of
     ``Monitor``-wrapped envs (Atari: SB3's ``AtariWrapper`` and a 4-frame stack), each made by
     ``gymnasium.make(env_id, **env_kwargs)``; spaces ACER cannot use are a :class:`UsageError` with the
-    message of :func:`~sb3_acer.validation.check_spaces`.
+    message of :func:`~sb3_acer.common.checks.settings.check_spaces`.
 
     ``video`` wraps each raw env (before ``Monitor`` and the Atari wrappers) to record it; ``wrappers`` (a
     run's ``env_wrapper``) wrap each env outside its ``Monitor`` and the Atari wrappers, as in the zoo.

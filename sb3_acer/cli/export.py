@@ -12,11 +12,11 @@ import argparse
 import pathlib
 from typing import Any
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
 from sb3_acer.cli.run_folder import check_can_create, model_file, sidecar
+from sb3_acer.common.save_util.model_file import ModelFileError
 from sb3_acer.export import DEFAULT_OPSET, check_opset, export_onnx, input_names, output_name
-from sb3_acer.serialization.model_file import ModelFileError
 
 __all__ = ["add_parser", "cmd_export"]
 

@@ -5,7 +5,7 @@ Reading is bounded by the observation space of the model being played: only the 
 :data:`FIELDS` are read (another entry is never read), ``obs_mean`` and ``obs_var`` each at most one
 ``float64`` per observation element, every other field at most :data:`MAX_SCALAR_BYTES`; each entry's size and
 its ``.npy`` header are checked before anything is decompressed or allocated
-(:func:`~sb3_acer.serialization.replay_file.read_npy`).
+(:func:`~sb3_acer.common.save_util.replay_file.read_npy`).
 
 Stable-Baselines3's own statistics (``VecNormalize.save()``, ``CheckpointCallback(save_vecnormalize=True)``,
 the zoo's ``vecnormalize.pkl``) are a pickle, and unpickling a file can run any code:
@@ -31,8 +31,8 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_acer.cli.errors import CLIError
-from sb3_acer.serialization.model_file import EntryTooLargeError, open_zip, write_atomically
-from sb3_acer.serialization.replay_file import read_npy
+from sb3_acer.common.save_util.model_file import EntryTooLargeError, open_zip, write_atomically
+from sb3_acer.common.save_util.replay_file import read_npy
 
 __all__ = [
     "FIELDS",

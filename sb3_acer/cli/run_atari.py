@@ -37,7 +37,7 @@ from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.utils import get_latest_run_id
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import (
     AtariEnvFactory,
     actor_settings,
@@ -60,10 +60,10 @@ from sb3_acer.cli.run_folder import (
     set_aside,
     set_aside_files,
 )
+from sb3_acer.common.save_util.model_file import saving_through_ctrl_c
+from sb3_acer.common.schedules import LR_SCHEDULES
 from sb3_acer.distributed import RayActors
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
-from sb3_acer.schedules import LR_SCHEDULES
-from sb3_acer.serialization.model_file import saving_through_ctrl_c
 
 __all__ = ["build_parser", "main"]
 

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.arguments import parse_hyperparams
 from sb3_acer.cli.environments import EnvInfo, resolve_env
 from sb3_acer.cli.errors import UsageError, one_line

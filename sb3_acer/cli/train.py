@@ -14,7 +14,7 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import TrainEnvFactory, actor_settings, add_actor_options, check_actor_options
 from sb3_acer.cli.arguments import add_gym_packages, check_device, non_negative_int, positive_int, random_seed
 from sb3_acer.cli.environments import torch_threads

@@ -21,7 +21,7 @@ from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 import sb3_acer
-from sb3_acer.acer import ACER
+from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import ray_session
 from sb3_acer.cli.environments import make_env
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line, stopped_by
@@ -40,9 +40,9 @@ from sb3_acer.cli.run_folder import (
     sidecar,
 )
 from sb3_acer.cli.settings import TrainSettings
+from sb3_acer.common.save_util.model_file import saving_through_ctrl_c, write_atomically
 from sb3_acer.distributed import RayActors
 from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
-from sb3_acer.serialization.model_file import saving_through_ctrl_c, write_atomically
 
 __all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "training_env"]
 

@@ -2,11 +2,11 @@
 
 :class:`RolloutActor` is a plain class that :mod:`sb3_acer.distributed.pool` turns into a Ray actor (so that
 this module imports without Ray). Each :meth:`~RolloutActor.collect` runs the synchronous loop's
-:func:`~sb3_acer.rollout.collect_segment` for ``n_steps`` steps with the weights it is given, continuing the
-actor's running episodes (and a recurrent policy's LSTM state) from one segment to the next, and returns a
-:class:`SegmentMessage`: the segment with its behaviour probabilities (and recurrent start state), the
-weights version it was collected with, and each step's ``dones`` and infos for the learner's bookkeeping.
-Whatever the env raises comes back as one :class:`ActorEnvError` naming the actor and the env.
+:func:`~sb3_acer.common.rollout.collect_segment` for ``n_steps`` steps with the weights it is given,
+continuing the actor's running episodes (and a recurrent policy's LSTM state) from one segment to the next,
+and returns a :class:`SegmentMessage`: the segment with its behaviour probabilities (and recurrent start
+state), the weights version it was collected with, and each step's ``dones`` and infos for the learner's
+bookkeeping. Whatever the env raises comes back as one :class:`ActorEnvError` naming the actor and the env.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.observation_checks import check_env_step
-from sb3_acer.observations import ObservationArrays
+from sb3_acer.common.checks.observations import check_env_step
+from sb3_acer.common.observations import ObservationArrays
+from sb3_acer.common.rollout import StepRecord, collect_segment
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
-from sb3_acer.rollout import StepRecord, collect_segment
-from sb3_acer.segment import Segment
 
 __all__ = ["ActorEnvError", "RolloutActor", "SegmentMessage", "Weights", "actor_seed"]
 

@@ -23,7 +23,7 @@ from sb3_acer.distributed.ray_support import (
 )
 
 if TYPE_CHECKING:
-    from sb3_acer.base import SegmentAlgorithm
+    from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 
 __all__ = ["EnvFactory", "RayActors"]
 

@@ -1,11 +1,11 @@
 """The learner: segments from the actors into the same ``train`` as the synchronous loop.
 
 :func:`learn_with_actors` is what ``learn(..., actors=RayActors(...))`` runs instead of
-:class:`~sb3_acer.base.SegmentAlgorithm`'s loop. For each segment an actor sends it counts the steps, runs
-the callbacks and the episode statistics step by step (as the synchronous loop does while it collects),
-then calls the model's ``train`` (the on-policy update, the replay memory, the ``Poisson(replay_ratio)``
-replayed updates) and broadcasts the new weights every ``broadcast_interval`` updates. The actor is asked
-for its next segment before the update, so that sampling and learning overlap.
+:class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s loop. For each segment an actor sends it counts
+the steps, runs the callbacks and the episode statistics step by step (as the synchronous loop does while it
+collects), then calls the model's ``train`` (the on-policy update, the replay memory, the
+``Poisson(replay_ratio)`` replayed updates) and broadcasts the new weights every ``broadcast_interval``
+updates. The actor is asked for its next segment before the update, so that sampling and learning overlap.
 
 Logged besides the synchronous loop's keys: ``actors/policy_lag`` (updates between the weights a segment
 was collected with and those it is learned by), ``actors/segments_per_s``, ``actors/restarts``,
@@ -26,7 +26,7 @@ from sb3_acer.distributed.actors import SegmentMessage
 from sb3_acer.distributed.pool import ActorPool, writable
 
 if TYPE_CHECKING:
-    from sb3_acer.base import SegmentAlgorithm
+    from sb3_acer.common.segment_algorithm import SegmentAlgorithm
     from sb3_acer.distributed.config import RayActors
 
 __all__ = ["LearnerStats", "learn_with_actors"]
@@ -126,7 +126,7 @@ def learn_with_actors(
     progress_bar: bool = False,
 ) -> SelfAlgorithm:
     """Train ``model`` on segments from Ray actors (``learn``'s arguments, see
-    :meth:`~sb3_acer.base.SegmentAlgorithm.learn`); returns the model.
+    :meth:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm.learn`); returns the model.
 
     Raises:
         RayNotInstalledError: Ray is not installed.

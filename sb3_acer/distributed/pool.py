@@ -27,7 +27,7 @@ from sb3_acer.distributed.ray_support import require_ray
 from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy
 
 if TYPE_CHECKING:
-    from sb3_acer.base import SegmentAlgorithm
+    from sb3_acer.common.segment_algorithm import SegmentAlgorithm
     from sb3_acer.distributed.config import EnvFactory, RayActors
 
 __all__ = ["ActorPool", "weights_of", "writable"]

@@ -24,7 +24,7 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from sb3_acer.observations import leading_shape, map_observations
+from sb3_acer.common.observations import leading_shape, map_observations
 from sb3_acer.policies.base import build_mlp, init_with_defaults
 from sb3_acer.policies.recurrent import (
     LSTMMemory,

@@ -6,10 +6,10 @@ keeps each frame of a frame-stacked image observation once (Atari). :func:`make_
 layout. Nothing here imports environment code or torch.
 """
 
-from sb3_acer.replay.base import SlotReplay, available_memory_bytes
-from sb3_acer.replay.factory import BUFFER_CLASSES, ReplayBuffer, make_replay_buffer
-from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.buffers.base import SlotReplay, available_memory_bytes
+from sb3_acer.common.buffers.factory import BUFFER_CLASSES, ReplayBuffer, make_replay_buffer
+from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
 
 __all__ = [
     "BUFFER_CLASSES",

@@ -1,6 +1,6 @@
 """The presets of ``acer.yml`` as rl-baselines3-zoo reads a hyperparameter file: ``hyperparams``.
 
-``python -m sb3_acer.zoo train`` passes ``--conf-file sb3_acer.presets.zoo`` to the zoo, which imports
+``python -m sb3_acer.zoo train`` passes ``--conf-file sb3_acer.presets.zoo_format`` to the zoo, which imports
 this module and reads its ``hyperparams`` (a dict keyed by environment id, as the zoo's
 ``hyperparams/<algo>.yml``). It is built from ``acer.yml`` each time it is read, so the two never
 differ. ``acer.yml`` is in the zoo's format already, and writes its linear decays as the zoo's
@@ -28,7 +28,7 @@ MODULE = __name__
 
 
 def _default(name: str) -> Any:
-    from sb3_acer.acer import ACER
+    from sb3_acer.acer.acer import ACER
 
     return inspect.signature(ACER).parameters[name].default
 

@@ -2,8 +2,8 @@
 
 :func:`save_model` writes what :func:`model_data` collects (hyperparameters, spaces, counters, random
 generator states) and the state dicts of the policy, the average policy network and the optimizer, in the
-format of :mod:`~sb3_acer.serialization.model_file` (with the replay memory of
-:mod:`~sb3_acer.serialization.replay_file` if asked). :func:`load_model` (``ACER.load``) reads a file in
+format of :mod:`~sb3_acer.common.save_util.model_file` (with the replay memory of
+:mod:`~sb3_acer.common.save_util.replay_file` if asked). :func:`load_model` (``ACER.load``) reads a file in
 steps: the file, the saved settings, the caller's overrides, the model built from them, the environment,
 the tensors (:func:`set_parameters`, every tensor checked before any is loaded), the counters, and the
 replay memory and random generators. Nothing in a file is executed.
@@ -31,11 +31,18 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from sb3_acer.action_spaces import replay_action_settings
-from sb3_acer.observations import observation_layout
-from sb3_acer.optim import check_optimizer_state, load_optimizer_state
-from sb3_acer.serialization.class_table import given_classes
-from sb3_acer.serialization.custom_spaces import SPACE_KEYS, replaced_space
-from sb3_acer.serialization.model_file import (
+from sb3_acer.common.checks.settings import (
+    UnsupportedSpaceError,
+    as_tensor,
+    check_count,
+    check_finite,
+    check_spaces,
+)
+from sb3_acer.common.observations import observation_layout
+from sb3_acer.common.optim import check_optimizer_state, load_optimizer_state
+from sb3_acer.common.save_util.class_table import given_classes
+from sb3_acer.common.save_util.custom_spaces import SPACE_KEYS, replaced_space
+from sb3_acer.common.save_util.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
@@ -48,21 +55,20 @@ from sb3_acer.serialization.model_file import (
     space_to_json,
     write_model_file,
 )
-from sb3_acer.serialization.replay_file import (
+from sb3_acer.common.save_util.replay_file import (
     check_buffer_matches,
     read_embedded_buffer,
     write_buffer_entries,
 )
-from sb3_acer.serialization.rng_state import (
+from sb3_acer.common.save_util.rng_state import (
     generator_from_state,
     generator_state,
     global_rng_states,
     set_global_rng_states,
 )
-from sb3_acer.validation import UnsupportedSpaceError, as_tensor, check_count, check_finite, check_spaces
 
 if TYPE_CHECKING:
-    from sb3_acer.acer import ACER
+    from sb3_acer.acer.acer import ACER
 
 __all__ = [
     "HYPERPARAMETERS",

@@ -17,7 +17,7 @@ class Segment:
         observations: ``[T + 1, E, *obs_shape]`` observations ``x_0 .. x_T`` as the env returned them
             (``x_T`` is the bootstrap observation), in the observation space's dtype; for a ``Dict``
             observation space ``[T + 1, E]`` of a structured dtype, one field per key
-            (:mod:`sb3_acer.observations`).
+            (:mod:`sb3_acer.common.observations`).
         actions: ``[T, E]`` int64 actions ``a_t`` of a ``Discrete`` space; for the other action spaces
             ``[T, E, action_size]`` flat actions (:mod:`sb3_acer.distributions`: float32 unclipped draws
             for ``Box``, int64 choices per factor for ``MultiDiscrete`` / ``MultiBinary``).

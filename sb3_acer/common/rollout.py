@@ -10,7 +10,7 @@ A recurrent policy carries its LSTM state from step to step and from one segment
 reset where an episode starts, inside the policy); the segment records the state it started with.
 
 Dict observations (a dict of per-key arrays from the env) are recorded packed into one structured array
-(:mod:`sb3_acer.observations`); the policy and the callbacks see them as the env returned them.
+(:mod:`sb3_acer.common.observations`); the policy and the callbacks see them as the env returned them.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import torch as th
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.observations import ObservationArrays, observation_layout, pack_observations
+from sb3_acer.common.observations import ObservationArrays, observation_layout, pack_observations
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import ACERPolicy, LSTMMemory, LSTMState, RecurrentACERPolicy
 from sb3_acer.policies.sdn import SDNPolicy
 from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
-from sb3_acer.segment import Segment
 
 __all__ = [
     "RolloutResult",
@@ -88,7 +88,7 @@ class SegmentRecorder:
             statistics).
         obs_shape: shape of one observation.
         obs_dtype: dtype of the observations (structured for Dict observations, see
-            :func:`~sb3_acer.observations.observation_layout`).
+            :func:`~sb3_acer.common.observations.observation_layout`).
         action_size: 0 for ``Discrete`` actions (``[T, E]``), else the flat action size (``[T, E, size]``).
         action_dtype: dtype of the stored actions.
     """

@@ -3,7 +3,7 @@
 
 Each check raises ``ValueError`` (:class:`UnsupportedSpaceError` for spaces) with a message that names the
 problem before it reaches a network, the replay memory or the weights. Observations (given to ``predict``,
-returned by an env) are checked by :mod:`sb3_acer.observation_checks`.
+returned by an env) are checked by :mod:`sb3_acer.common.checks.observations`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import GymEnv
 
+from sb3_acer.common.schedules import LR_SCHEDULES
 from sb3_acer.envs.mujoco import require_mujoco
-from sb3_acer.schedules import LR_SCHEDULES
 
 __all__ = [
     "MAX_COUNT",

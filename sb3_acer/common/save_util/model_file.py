@@ -17,12 +17,12 @@ Format 1 (sb3-acer 0.1) named the JSON entry ``data.json`` and had none of SB3's
 files still load. ``data`` also holds ``rng_states``: the states of Python's, NumPy's and torch's global
 generators and of the replay sampling generator (restored by ``ACER.load``). A checkpoint saved with
 ``ACER.save(path, include=["replay_buffer"])`` adds the entries of a replay buffer file
-(``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.serialization.replay_file`);
+(``replay_buffer.json`` and ``replay_buffer/*.npy``, see :mod:`sb3_acer.common.save_util.replay_file`);
 readers that do not know them ignore them.
 
 Classes in ``policy_kwargs`` (activation functions, feature extractors, the optimizer) and custom policy
 classes are stored by their path ``"module:qualname"`` and resolved on load only through the table of
-:mod:`~sb3_acer.serialization.class_table` and the classes passed in ``custom_objects``: loading never
+:mod:`~sb3_acer.common.save_util.class_table` and the classes passed in ``custom_objects``: loading never
 imports a module (importing runs the module's code), so a class of your own must be passed, e.g.
 ``custom_objects={"features_extractor_class": MyExtractor}``.
 
@@ -54,7 +54,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from sb3_acer.serialization.class_table import CLASS_TABLE
+from sb3_acer.common.save_util.class_table import CLASS_TABLE
 
 __all__ = [
     "FORMAT_NAME",
@@ -193,7 +193,7 @@ def encode_json_value(value: Any, where: str = "value") -> Any:
 
 def _resolve_class(path: Any, where: str, classes: Mapping[str, type]) -> type:
     """The class a model file names by ``path`` in the field ``where``: one of ``classes`` (the caller's
-    ``custom_objects``) or of :data:`~sb3_acer.serialization.class_table.CLASS_TABLE`; no module is
+    ``custom_objects``) or of :data:`~sb3_acer.common.save_util.class_table.CLASS_TABLE`; no module is
     imported to find it."""
     if isinstance(path, str):
         found = classes.get(path) or CLASS_TABLE.get(path)

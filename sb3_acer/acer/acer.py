@@ -2,9 +2,9 @@
 
 The algorithm class: construction, model set-up, the train step (one on-policy and ``Poisson(replay_ratio)``
 replayed updates per segment), prediction, environments, and the file methods. The learn loop it runs in
-is :class:`~sb3_acer.base.SegmentAlgorithm`'s; checks of settings and inputs live in
-:mod:`sb3_acer.validation`, the optimizer in :mod:`sb3_acer.optim`, the model file in
-:mod:`sb3_acer.serialization.model_io`.
+is :class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s; checks of settings and inputs live in
+:mod:`sb3_acer.common.checks.settings`, the optimizer in :mod:`sb3_acer.common.optim`, the model file in
+:mod:`sb3_acer.common.save_util.model_io`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,34 @@ from sb3_acer.action_spaces import (
     replay_action_settings,
     sdn_action_probability,
 )
-from sb3_acer.base import SegmentAlgorithm
+from sb3_acer.common.buffers import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
+from sb3_acer.common.buffers.base import check_memory
+from sb3_acer.common.checks.observations import check_observation
+from sb3_acer.common.checks.settings import (
+    OPTIMIZER_KEYS,
+    UnsupportedSpaceError,
+    check_actions,
+    check_hyperparameters,
+    check_policy,
+    check_policy_kwargs,
+    check_policy_observations,
+    check_policy_takes,
+    supported_env,
+)
+from sb3_acer.common.observations import observation_layout
+from sb3_acer.common.optim import (
+    apply_gradients,
+    clip_grad_norm,
+    make_optimizer,
+    set_learning_rate,
+    zero_gradients,
+)
+from sb3_acer.common.save_util import model_io
+from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
+from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.common.segment_algorithm import SegmentAlgorithm
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.envs import frame_stack_size
-from sb3_acer.observation_checks import check_observation
-from sb3_acer.observations import observation_layout
-from sb3_acer.optim import apply_gradients, clip_grad_norm, make_optimizer, set_learning_rate, zero_gradients
 from sb3_acer.policies import (
     ACERPolicy,
     CnnLnLstmPolicy,
@@ -54,25 +77,8 @@ from sb3_acer.policies.sdn_recurrent import (
     SDNMlpLstmPolicy,
     SDNMultiInputLstmPolicy,
 )
-from sb3_acer.replay import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
-from sb3_acer.replay.base import check_memory
-from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
-from sb3_acer.segment import Segment
-from sb3_acer.serialization import model_io
-from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.update_sdn import compute_sdn_gradients
-from sb3_acer.validation import (
-    OPTIMIZER_KEYS,
-    UnsupportedSpaceError,
-    check_actions,
-    check_hyperparameters,
-    check_policy,
-    check_policy_kwargs,
-    check_policy_observations,
-    check_policy_takes,
-    supported_env,
-)
 
 __all__ = ["ACER", "UnsupportedSpaceError"]
 
@@ -324,7 +330,7 @@ class ACER(SegmentAlgorithm):
 
     def _make_optimizer(self, split_q: bool) -> th.optim.Optimizer:
         """The optimizer over the policy's parameters, with the critic's own in a second group if
-        ``split_q`` (see :func:`~sb3_acer.optim.make_optimizer`)."""
+        ``split_q`` (see :func:`~sb3_acer.common.optim.make_optimizer`)."""
         return make_optimizer(
             self.policy,
             split_q=split_q,

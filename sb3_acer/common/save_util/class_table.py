@@ -8,13 +8,14 @@ objects already imported, and holds:
 
 - sb3-acer's policies, under the module that defines each today and under ``sb3_acer.policies`` (their
   module in sb3-acer 0.1, and their public path), its features extractor ``MinAtarCNN`` and its optimizer
-  ``FastRMSpropTFLike``;
+  ``FastRMSpropTFLike`` (under ``sb3_acer.common.optim`` and under ``sb3_acer.optim``, its module in
+  sb3-acer 0.1);
 - Stable-Baselines3's features extractors (``FlattenExtractor``, ``NatureCNN``, ``CombinedExtractor``) and
   its ``RMSpropTFLike``; none of SB3's policies, which ACER does not take;
 - torch's activation functions (the modules of ``torch.nn.modules.activation``) and ``nn.Identity``;
 - torch's optimizers that can train ACER's networks (``torch.optim``'s, less those
-  :func:`~sb3_acer.validation.optimizer_problem` refuses: ``LBFGS``, ``SparseAdam``, ``Muon``), under their
-  module and under ``torch.optim``.
+  :func:`~sb3_acer.common.checks.settings.optimizer_problem` refuses: ``LBFGS``, ``SparseAdam``,
+  ``Muon``), under their module and under ``torch.optim``.
 
 The table is keyed by path strings, not by each class's ``__module__`` alone: sb3-acer's paths are written
 out here, so a file saved before a module moves keeps loading after it (the class is looked up by its public
@@ -32,10 +33,10 @@ from stable_baselines3.common.sb2_compat import rmsprop_tf_like
 from torch import nn
 from torch.nn.modules import activation
 
-from sb3_acer import optim as acer_optim
 from sb3_acer import policies as acer_policies
 from sb3_acer import torch_layers as acer_layers
-from sb3_acer.validation import optimizer_problem
+from sb3_acer.common import optim as acer_optim
+from sb3_acer.common.checks.settings import optimizer_problem
 
 __all__ = ["CLASS_TABLE", "class_path", "given_classes"]
 
@@ -68,6 +69,7 @@ _ACER_PATHS: tuple[tuple[str, Any, tuple[str, ...]], ...] = (
     ("sb3_acer.policies.sdn_recurrent", acer_policies, _SDN_RECURRENT),
     ("sb3_acer.torch_layers", acer_layers, ("MinAtarCNN",)),
     ("sb3_acer.optim", acer_optim, ("FastRMSpropTFLike",)),
+    ("sb3_acer.common.optim", acer_optim, ("FastRMSpropTFLike",)),
     (
         "stable_baselines3.common.torch_layers",
         sb3_layers,

@@ -1,7 +1,7 @@
 """The replay memory that keeps every observation whole (SB2's layout; any observation space).
 
 Slot bookkeeping, sampling, the batch assembly and the state dict are those of
-:class:`~sb3_acer.replay.base.SlotReplay`.
+:class:`~sb3_acer.common.buffers.base.SlotReplay`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from sb3_acer.replay.base import SlotReplay, check_memory, check_sizes
-from sb3_acer.segment import Segment
+from sb3_acer.common.buffers.base import SlotReplay, check_memory, check_sizes
+from sb3_acer.common.type_aliases import Segment
 
 __all__ = ["SegmentReplayBuffer"]
 

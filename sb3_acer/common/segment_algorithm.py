@@ -1,9 +1,9 @@
 """The learn loop of ACER on SB3's ``BaseAlgorithm``, with SB2's semantics.
 
 :class:`SegmentAlgorithm` is to ACER what SB3's ``OnPolicyAlgorithm`` is to A2C: it steps all environments
-together for ``n_steps`` (:func:`~sb3_acer.rollout.collect_segment`), hands each segment to ``train`` and
-logs. Unlike SB3 it continues the running episodes across ``learn`` calls (as SB2 did: the environments are
-reset only on the first call, after ``set_env``, after a failed rollout or with a new seed), carries a
+together for ``n_steps`` (:func:`~sb3_acer.common.rollout.collect_segment`), hands each segment to ``train``
+and logs. Unlike SB3 it continues the running episodes across ``learn`` calls (as SB2 did: the environments
+are reset only on the first call, after ``set_env``, after a failed rollout or with a new seed), carries a
 recurrent policy's LSTM state across segments, takes SB2's callable callbacks, and checks what the
 environments return before it reaches the networks or the replay memory.
 """
@@ -23,13 +23,13 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import check_for_correct_spaces, configure_logger, safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_acer.callbacks import make_callback
-from sb3_acer.observation_checks import check_env_step
+from sb3_acer.common.buffers import ReplayBuffer
+from sb3_acer.common.callbacks import make_callback
+from sb3_acer.common.checks.observations import check_env_step
+from sb3_acer.common.checks.settings import check_learn_arguments
+from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
+from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
-from sb3_acer.replay import ReplayBuffer
-from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
-from sb3_acer.segment import Segment
-from sb3_acer.validation import check_learn_arguments
 
 if TYPE_CHECKING:
     from sb3_acer.distributed import RayActors

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from sb3_acer.observations import observation_layout
-from sb3_acer.replay.frame_buffer import FrameStackReplayBuffer
-from sb3_acer.replay.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
+from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.observations import observation_layout
 
 __all__ = ["BUFFER_CLASSES", "ReplayBuffer", "make_replay_buffer"]
 
@@ -37,7 +37,7 @@ def make_replay_buffer(
 ) -> ReplayBuffer:
     """The replay memory for ``env``: frames stored once for a channel-first ``uint8`` frame stack (Atari),
     whole observations otherwise (Dict observations packed, one field per key: see
-    :mod:`sb3_acer.observations`).
+    :mod:`sb3_acer.common.observations`).
 
     Args:
         n_stack: number of frames the environment stacks along the first observation axis

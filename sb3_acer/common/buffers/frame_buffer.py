@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from sb3_acer.replay.base import SlotReplay, check_memory, check_sizes, checked_array
-from sb3_acer.segment import Segment
+from sb3_acer.common.buffers.base import SlotReplay, check_memory, check_sizes, checked_array
+from sb3_acer.common.type_aliases import Segment
 
 __all__ = ["FrameStackReplayBuffer"]
 

@@ -10,21 +10,21 @@ A model file saved with ``ACER.save(path, include=["replay_buffer"])`` holds the
 own, so that one file (written atomically) is a whole checkpoint.
 
 The ``state`` object of ``replay_buffer.json`` is the buffer's
-:meth:`~sb3_acer.replay.base.SlotReplay.state_dict`, each entry written as JSON where it is a number or
-``None``, and otherwise as a one-key object: ``{"__array__": name}`` (the array ``<name>.npy``),
+:meth:`~sb3_acer.common.buffers.base.SlotReplay.state_dict`, each entry written as JSON where it is a number
+or ``None``, and otherwise as a one-key object: ``{"__array__": name}`` (the array ``<name>.npy``),
 ``{"__tuple__": [...]}``, ``{"__dtype__": "<f4"}`` (for Dict observations, whose arrays are structured,
 one ``[key, dtype, shape]`` per field: ``{"__dtype__": [["img", "|u1", [1, 64, 64]], ["vec", "<f4", [5]]]}``,
-see :mod:`sb3_acer.observations`), ``{"__generator__": state}`` (a NumPy generator's
+see :mod:`sb3_acer.common.observations`), ``{"__generator__": state}`` (a NumPy generator's
 state, in ``rngs``), ``{"__items__": [[key, value], ...]}`` (a dict with tuple keys: ``heads``) and
 ``{"__ragged__": {"lengths": ..., "columns": [...]}}`` (``final``: one list of arrays per pair position,
 concatenated, with each slot's lengths). Reading rebuilds the buffer with
-:meth:`~sb3_acer.replay.base.SlotReplay.from_state_dict`, which checks every entry before it is used.
+:meth:`~sb3_acer.common.buffers.base.SlotReplay.from_state_dict`, which checks every entry before it is used.
 
 Nothing is unpickled: JSON is parsed, and arrays are read as raw numbers after their ``.npy`` header has
 been checked (object arrays, whose ``.npy`` form is a pickle, are refused).
 
 Memory is bounded by the file's own settings: ``replay_buffer.json`` holds at most
-:data:`~sb3_acer.serialization.model_file.MAX_JSON_BYTES`, and the arrays together at most what a full
+:data:`~sb3_acer.common.save_util.model_file.MAX_JSON_BYTES`, and the arrays together at most what a full
 buffer of its ``capacity``, ``n_steps``, ``n_envs``, ``obs_shape`` and dtypes can hold
 (:func:`array_budget`), each header checked against what is left before the array is allocated.
 """
@@ -44,9 +44,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from sb3_acer.observations import dtype_from_json, dtype_to_json
-from sb3_acer.replay import BUFFER_CLASSES, ReplayBuffer
-from sb3_acer.serialization.model_file import (
+from sb3_acer.common.buffers import BUFFER_CLASSES, ReplayBuffer
+from sb3_acer.common.observations import dtype_from_json, dtype_to_json
+from sb3_acer.common.save_util.model_file import (
     MAX_JSON_BYTES,
     EntryTooLargeError,
     ModelFileError,
@@ -56,7 +56,7 @@ from sb3_acer.serialization.model_file import (
     read_entry,
     write_atomically,
 )
-from sb3_acer.serialization.rng_state import jsonable
+from sb3_acer.common.save_util.rng_state import jsonable
 
 __all__ = [
     "BUFFER_FORMAT_NAME",

@@ -17,8 +17,8 @@ import torch
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from torch.optim import optimizer as torch_optimizer
 
+from sb3_acer.common.checks.settings import check_finite
 from sb3_acer.policies import q_only_parameters
-from sb3_acer.validation import check_finite
 
 __all__ = [
     "ELEMENTWISE_OPTIMIZERS",

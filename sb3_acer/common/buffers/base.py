@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from sb3_acer.observations import all_finite
-from sb3_acer.segment import Segment
-from sb3_acer.serialization.rng_state import generator_from_state, generator_state
+from sb3_acer.common.observations import all_finite
+from sb3_acer.common.save_util.rng_state import generator_from_state, generator_state
+from sb3_acer.common.type_aliases import Segment
 
 __all__ = [
     "SlotReplay",
@@ -367,7 +367,7 @@ class SlotReplay:
         pair of arrays per slot), and ``rngs`` (the sampling generators' states).
 
         The arrays are the buffer's own, not copies: copy the state before changing the buffer if it is
-        to be kept. :mod:`sb3_acer.serialization.replay_file` writes this dict to a file.
+        to be kept. :mod:`sb3_acer.common.save_util.replay_file` writes this dict to a file.
         """
         return {
             **self._settings(),

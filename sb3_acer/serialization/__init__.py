@@ -1,7 +1,0 @@
-"""Model and replay memory files: zip archives of JSON and tensors or ``.npy`` arrays, never pickles.
-
-- :mod:`~sb3_acer.serialization.model_file`: the model file's layout (reading and writing the archive);
-- :mod:`~sb3_acer.serialization.model_io`: what ``ACER.save``, ``load`` and ``set_parameters`` do with it;
-- :mod:`~sb3_acer.serialization.replay_file`: the replay memory, alone or embedded in a model file;
-- :mod:`~sb3_acer.serialization.rng_state`: the random generators' states, as JSON.
-"""
