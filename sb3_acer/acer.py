@@ -28,6 +28,7 @@ from sb3_acer.action_spaces import (
     sdn_action_probability,
 )
 from sb3_acer.base import SegmentAlgorithm
+from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.observation_checks import check_observation
 from sb3_acer.observations import observation_layout
@@ -60,8 +61,6 @@ from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.segment import Segment
 from sb3_acer.serialization import model_io
 from sb3_acer.serialization.replay_file import load_buffer, save_buffer
-from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
-from sb3_acer.update_sdn import compute_sdn_gradients
 from sb3_acer.validation import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
@@ -388,10 +387,9 @@ class ACER(SegmentAlgorithm):
         if not self.policy.training:
             self.policy.set_training_mode(True)
         zero_gradients(self.optimizer)
-        compute = compute_sdn_gradients if isinstance(self.policy, SDNPolicy) else compute_gradients
-        loss, stats = compute(
-            policy=self.policy,  # type: ignore[arg-type]
-            avg_policy=self.policy_avg,  # type: ignore[arg-type]
+        loss, stats = compute_gradients(
+            policy=self.policy,
+            avg_policy=self.policy_avg,
             segment=segment,
             config=self._update_config(),
             with_stats=on_policy,

@@ -2,7 +2,8 @@
 
 These spaces take the stochastic-dueling policies of :mod:`sb3_acer.policies.sdn` (``MlpPolicy`` and
 ``CnnPolicy`` name them there), store flat actions and behaviour statistics in the replay memory, and are
-updated by :func:`sb3_acer.update_sdn.compute_sdn_gradients`.
+updated by :func:`sb3_acer.common.update.compute_gradients` with
+:class:`~sb3_acer.common.update.SDNTerms`.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-from sb3_acer import functional as F
+from sb3_acer.common.functional import categorical as F
+from sb3_acer.common.update import UpdateConfig, compute_gradients
 from sb3_acer.rollout import collect_segment
 from sb3_acer.segment import Segment
-from sb3_acer.update import UpdateConfig, compute_gradients
 
 # ---------------------------------------------------------------------------------------------- truncation
 
