@@ -19,7 +19,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER, MlpLstmPolicy, MlpPolicy, UnsupportedSpaceError
-from sb3_acer.action_spaces import SDN_SUBSTITUTES, policy_class_for
+from sb3_acer.acer.policies import SDN_SUBSTITUTES, policy_class_for
 from sb3_acer.common.update import network_outputs
 from sb3_acer.policies import (
     CnnLnLstmPolicy,

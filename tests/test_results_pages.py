@@ -175,7 +175,7 @@ def test_the_hook_points_repository_links_at_the_published_files() -> None:
     assert sources.relink(readme, "source/benchmarks/README.md") == (
         "[r](../../results.md) [i](results/README.md) [s](presets.py)"
     )
-    assert sources.site_path("sb3_acer/acer.py") is None  # not published: the link is left to MkDocs
+    assert sources.site_path("sb3_acer/acer/acer.py") is None  # not published: the link is left to MkDocs
 
 
 #: The repository's Markdown files that the site publishes, each with the page it becomes.

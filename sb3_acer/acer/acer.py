@@ -21,7 +21,9 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.action_spaces import (
+from sb3_acer.acer.policies import (
+    POLICY_ALIASES,
+    SDN_POLICY_ALIASES,
     policy_class_for,
     policy_classes_for_kwargs,
     replay_action_settings,
@@ -40,21 +42,9 @@ from sb3_acer.policies import (
     CnnPolicy,
     LSTMMemory,
     LSTMState,
-    MlpLnLstmPolicy,
-    MlpLstmPolicy,
-    MlpPolicy,
-    MultiInputLstmPolicy,
-    MultiInputPolicy,
     RecurrentACERPolicy,
 )
-from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
-from sb3_acer.policies.sdn_recurrent import (
-    SDNCnnLnLstmPolicy,
-    SDNCnnLstmPolicy,
-    SDNMlpLnLstmPolicy,
-    SDNMlpLstmPolicy,
-    SDNMultiInputLstmPolicy,
-)
+from sb3_acer.policies.sdn import SDNPolicy
 from sb3_acer.replay import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.replay.base import check_memory
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
@@ -96,10 +86,10 @@ class ACER(SegmentAlgorithm):
         policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` for ``Dict``
             observations, or the recurrent ``"MlpLstmPolicy"``, ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``,
             ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``, whose LSTM state is carried across segments,
-            stored with each segment and reset where an episode starts). For ``Box``, ``MultiDiscrete`` and
-            ``MultiBinary`` actions each builds its stochastic-dueling counterpart (``SDNMlpPolicy``,
-            ``SDNCnnPolicy``, ``SDNMlpLstmPolicy``, ...), which can also be named, e.g. with
-            ``policy_kwargs=dict(fixed_std=0.3)`` for the paper's fixed sigma.
+            stored with each segment and reset where an episode starts). Each builds the network for the
+            action space: for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions a stochastic dueling
+            network, whose keywords ``policy_kwargs`` takes, e.g. ``fixed_std=0.3`` for the paper's
+            fixed sigma.
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
@@ -148,24 +138,9 @@ class ACER(SegmentAlgorithm):
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
-        "MlpPolicy": MlpPolicy,
-        "CnnPolicy": CnnPolicy,
-        "MultiInputPolicy": MultiInputPolicy,
-        "MlpLstmPolicy": MlpLstmPolicy,
-        "MlpLnLstmPolicy": MlpLnLstmPolicy,
-        "CnnLstmPolicy": CnnLstmPolicy,
-        "CnnLnLstmPolicy": CnnLnLstmPolicy,
-        "MultiInputLstmPolicy": MultiInputLstmPolicy,
-        "SDNMlpPolicy": SDNMlpPolicy,
-        "SDNCnnPolicy": SDNCnnPolicy,
-        "SDNMultiInputPolicy": SDNMultiInputPolicy,
-        "SDNMlpLstmPolicy": SDNMlpLstmPolicy,
-        "SDNMlpLnLstmPolicy": SDNMlpLnLstmPolicy,
-        "SDNCnnLstmPolicy": SDNCnnLstmPolicy,
-        "SDNCnnLnLstmPolicy": SDNCnnLnLstmPolicy,
-        "SDNMultiInputLstmPolicy": SDNMultiInputLstmPolicy,
-    }
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
+    #: Names taken but not listed: the stochastic-dueling classes (old code and model files name them).
+    unlisted_policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = SDN_POLICY_ALIASES
 
     def __init__(
         self,
@@ -201,7 +176,11 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        policy_class = check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy))
+        policy_class = check_policy(
+            policy,
+            {**self.policy_aliases, **self.unlisted_policy_aliases},
+            (ACERPolicy, RecurrentACERPolicy, SDNPolicy),
+        )
         env = supported_env(env, verbose, needed=_init_setup_model)
         # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
         action_space = None if env is None else env.action_space
@@ -213,7 +192,7 @@ class ACER(SegmentAlgorithm):
             if num_procs is not None:
                 th.set_num_threads(int(num_procs))
             super().__init__(
-                policy=policy,
+                policy=policy_class,
                 env=env,
                 learning_rate=learning_rate,
                 policy_kwargs=policy_kwargs,

@@ -1,9 +1,13 @@
-"""What ``ACER`` does differently for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` action spaces.
+"""ACER's policy names and the action space -> policy dispatch.
 
-These spaces take the stochastic-dueling policies of :mod:`sb3_acer.policies.sdn` (``MlpPolicy`` and
-``CnnPolicy`` name them there), store flat actions and behaviour statistics in the replay memory, and are
-updated by :func:`sb3_acer.common.update.compute_gradients` with
-:class:`~sb3_acer.common.update.SDNTerms`.
+The names users pass are SB3's and sb3-contrib's (:data:`POLICY_ALIASES`): ``MlpPolicy``, ``CnnPolicy``,
+``MultiInputPolicy`` and the ``...LstmPolicy`` / ``...LnLstmPolicy`` variants. Each builds the network for
+the env's action space: a softmax and ``Q`` head for ``Discrete`` actions, the stochastic-dueling policy of
+:mod:`sb3_acer.policies.sdn` for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` ones
+(:func:`policy_class_for`). Those store flat actions and behaviour statistics in the replay memory
+(:func:`replay_action_settings`) and are updated by :func:`sb3_acer.common.update.compute_gradients` with
+:class:`~sb3_acer.common.update.SDNTerms`. The stochastic-dueling classes' own names
+(:data:`SDN_POLICY_ALIASES`) are still taken, by code and model files that name them, but not listed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from sb3_acer.policies.sdn_recurrent import (
 from sb3_acer.validation import UnsupportedSpaceError
 
 __all__ = [
+    "POLICY_ALIASES",
+    "SDN_POLICY_ALIASES",
+    "SDN_SUBSTITUTES",
     "policy_class_for",
     "policy_classes_for_kwargs",
     "replay_action_settings",
@@ -55,6 +62,25 @@ SDN_SUBSTITUTES: dict[type, type] = {
     CnnLnLstmPolicy: SDNCnnLnLstmPolicy,
     MultiInputLstmPolicy: SDNMultiInputLstmPolicy,
 }
+
+
+#: The policy names ACER lists (``train -h``, ``ACER.policy_aliases``), as SB3 and sb3-contrib spell them.
+POLICY_ALIASES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        MlpPolicy,
+        CnnPolicy,
+        MultiInputPolicy,
+        MlpLstmPolicy,
+        MlpLnLstmPolicy,
+        CnnLstmPolicy,
+        CnnLnLstmPolicy,
+        MultiInputLstmPolicy,
+    )
+}
+
+#: The stochastic-dueling classes by their own names: taken (old code, model files) but not listed.
+SDN_POLICY_ALIASES: dict[str, type] = {cls.__name__: cls for cls in SDN_SUBSTITUTES.values()}
 
 
 def takes_sdn_policy(action_space: spaces.Space) -> bool:
