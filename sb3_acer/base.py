@@ -25,7 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.callbacks import make_callback
 from sb3_acer.observation_checks import check_env_step
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
+from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 from sb3_acer.replay import ReplayBuffer
 from sb3_acer.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.segment import Segment
@@ -46,7 +46,7 @@ class SegmentAlgorithm(BaseAlgorithm):
     replay; its size is logged) and implement :meth:`train`.
     """
 
-    policy: ACERPolicy | RecurrentACERPolicy
+    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy
     n_steps: int
     handle_timeout_termination: bool
     replay_buffer: ReplayBuffer | None

@@ -24,10 +24,10 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 from sb3_acer.acer.policies import (
     POLICY_ALIASES,
     SDN_POLICY_ALIASES,
+    action_probability,
     policy_class_for,
     policy_classes_for_kwargs,
     replay_action_settings,
-    sdn_action_probability,
 )
 from sb3_acer.base import SegmentAlgorithm
 from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
@@ -54,7 +54,6 @@ from sb3_acer.serialization.replay_file import load_buffer, save_buffer
 from sb3_acer.validation import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
-    check_actions,
     check_hyperparameters,
     check_policy,
     check_policy_kwargs,
@@ -468,24 +467,7 @@ class ACER(SegmentAlgorithm):
         """
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
-        if isinstance(self.policy, SDNPolicy):  # statistics, or densities of Box actions
-            return sdn_action_probability(self.policy, observation, actions, logp, state, mask)
-        if isinstance(self.policy, RecurrentACERPolicy):
-            inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
-            with th.no_grad():
-                probs = self.policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
-        else:
-            obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
-            with th.no_grad():
-                probs = self.policy.action_probs(obs_tensor).cpu().numpy()
-        if actions is None:
-            result = np.log(probs) if logp else probs
-            return result if vectorized else result[0]
-        actions_array = check_actions(actions, n_observations=probs.shape[0], n_actions=probs.shape[1])
-        chosen = probs[np.arange(len(actions_array)), actions_array].reshape(-1, 1)
-        if logp:
-            chosen = np.log(chosen)
-        return chosen if vectorized else chosen.reshape(1)
+        return action_probability(self.policy, observation, actions, logp, state, mask)
 
     # ------------------------------------------------------------------ environment
 

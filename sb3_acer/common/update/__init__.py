@@ -35,6 +35,7 @@ from sb3_acer.common.update.pipeline import (
 )
 from sb3_acer.common.update.records import (
     ACERTerms,
+    AnyPolicy,
     CriticTerms,
     NetworkOutputs,
     Rows,
@@ -46,6 +47,7 @@ from sb3_acer.common.update.sdn import SDNCritic, SDNDraws, SDNTerms, draw_sampl
 
 __all__ = [
     "ACERTerms",
+    "AnyPolicy",
     "CategoricalCritic",
     "CategoricalTerms",
     "CriticTerms",

@@ -36,6 +36,7 @@ from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.update.categorical import CategoricalTerms
 from sb3_acer.common.update.records import (
     ACERTerms,
+    AnyPolicy,
     CriticTerms,
     NetworkOutputs,
     Rows,
@@ -170,7 +171,7 @@ def feed_forward_rows(
 
 
 def network_outputs(
-    policy: Any, avg_policy: Any, segment: Segment, terms: ACERTerms[Any] | None = None
+    policy: AnyPolicy, avg_policy: AnyPolicy, segment: Segment, terms: ACERTerms[Any] | None = None
 ) -> NetworkOutputs:
     """Step 1 of the update: forward passes of the current and the average network, as statistics, state
     values and the family's extras in the time-major layout (``terms`` default: :func:`terms_for` the
@@ -201,7 +202,7 @@ def network_outputs(
 
 
 def trust_region_backward(
-    policy: Any,
+    policy: AnyPolicy,
     terms: ACERTerms[Any],
     outputs: NetworkOutputs,
     critic: Any,
@@ -236,7 +237,11 @@ def trust_region_backward(
 
 
 def loss_terms(
-    policy: Any, terms: ACERTerms[Any], outputs: NetworkOutputs, critic: CriticTerms, config: UpdateConfig
+    policy: AnyPolicy,
+    terms: ACERTerms[Any],
+    outputs: NetworkOutputs,
+    critic: CriticTerms,
+    config: UpdateConfig,
 ) -> LossTerms:
     """Step 4 of the update: the truncated policy term ``loss_f``, the bias correction ``loss_bc``, the
     entropy and the total loss ``loss_policy + q_coef * loss_q - ent_coef * entropy``.
@@ -293,8 +298,8 @@ def update_stats(
 
 def compute_gradients(
     *,
-    policy: Any,
-    avg_policy: Any,
+    policy: AnyPolicy,
+    avg_policy: AnyPolicy,
     segment: Segment,
     config: UpdateConfig,
     with_stats: bool = True,

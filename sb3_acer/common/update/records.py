@@ -16,11 +16,12 @@ import torch as th
 from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_acer.common.functional import categorical as F
-from sb3_acer.policies.recurrent import LSTMState
+from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 from sb3_acer.segment import Segment
 
 __all__ = [
     "ACERTerms",
+    "AnyPolicy",
     "CriticTerms",
     "NetworkOutputs",
     "Rows",
@@ -28,6 +29,9 @@ __all__ = [
     "UpdateConfig",
     "UpdateStats",
 ]
+
+#: Every policy the update takes (``RecurrentSDNPolicy`` is an ``SDNPolicy``).
+AnyPolicy = ACERPolicy | RecurrentACERPolicy | SDNPolicy
 
 
 @dataclass(frozen=True)
