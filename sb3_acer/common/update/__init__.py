@@ -16,15 +16,13 @@ per-sample policy gradient with respect to ``phi`` (entropy bonus included) and 
 - :class:`~.sdn.SDNTerms`: ``Box``, ``MultiDiscrete``, ``MultiBinary``, the stochastic dueling network.
 
 :func:`~.pipeline.terms_for` picks one from the distribution; the algorithm class never looks at the
-policy's family. The pure maths stay in :mod:`sb3_acer.common.functional`.
+policy's family. The pure maths stay in :mod:`sb3_acer.common.functional`; the records and the steps'
+helpers not re-exported here are in the submodules.
 """
 
-from sb3_acer.common.update.categorical import CategoricalCritic, CategoricalTerms
+from sb3_acer.common.update.categorical import CategoricalTerms
 from sb3_acer.common.update.pipeline import (
-    LossTerms,
-    SequenceInputs,
     compute_gradients,
-    feed_forward_rows,
     loss_terms,
     network_outputs,
     recurrent_rows,
@@ -33,37 +31,20 @@ from sb3_acer.common.update.pipeline import (
     trust_region_backward,
     update_stats,
 )
-from sb3_acer.common.update.records import (
-    ACERTerms,
-    AnyPolicy,
-    CriticTerms,
-    NetworkOutputs,
-    Rows,
-    TrustRegionDiagnostics,
-    UpdateConfig,
-    UpdateStats,
-)
-from sb3_acer.common.update.sdn import SDNCritic, SDNDraws, SDNTerms, draw_samples
+from sb3_acer.common.update.records import ACERTerms, AnyPolicy, NetworkOutputs, UpdateConfig, UpdateStats
+from sb3_acer.common.update.sdn import SDNDraws, SDNTerms, draw_samples
 
 __all__ = [
     "ACERTerms",
     "AnyPolicy",
-    "CategoricalCritic",
     "CategoricalTerms",
-    "CriticTerms",
-    "LossTerms",
     "NetworkOutputs",
-    "Rows",
-    "SDNCritic",
     "SDNDraws",
     "SDNTerms",
-    "SequenceInputs",
-    "TrustRegionDiagnostics",
     "UpdateConfig",
     "UpdateStats",
     "compute_gradients",
     "draw_samples",
-    "feed_forward_rows",
     "loss_terms",
     "network_outputs",
     "recurrent_rows",
