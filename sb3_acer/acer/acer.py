@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
 from sb3_acer.acer.policies import (
     POLICY_ALIASES,
+    POLICY_BASES,
     SDN_POLICY_ALIASES,
     action_probability,
     policy_class_for,
@@ -44,7 +45,6 @@ from sb3_acer.policies import (
     LSTMState,
     RecurrentACERPolicy,
 )
-from sb3_acer.policies.sdn import SDNPolicy
 from sb3_acer.replay import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.replay.base import check_memory
 from sb3_acer.schedules import LR_SCHEDULES, schedule_multiplier
@@ -138,8 +138,8 @@ class ACER(SegmentAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
-    #: Names taken but not listed: the stochastic-dueling classes (old code and model files name them).
-    unlisted_policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = SDN_POLICY_ALIASES
+    #: Every name taken: the listed ones and the stochastic-dueling classes' own (old code, model files).
+    taken_policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {**POLICY_ALIASES, **SDN_POLICY_ALIASES}
 
     def __init__(
         self,
@@ -175,11 +175,7 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        policy_class = check_policy(
-            policy,
-            {**self.policy_aliases, **self.unlisted_policy_aliases},
-            (ACERPolicy, RecurrentACERPolicy, SDNPolicy),
-        )
+        policy_class = check_policy(policy, self.taken_policy_aliases, POLICY_BASES)
         env = supported_env(env, verbose, needed=_init_setup_model)
         # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
         action_space = None if env is None else env.action_space

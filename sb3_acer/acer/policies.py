@@ -45,6 +45,7 @@ from sb3_acer.validation import UnsupportedSpaceError, check_actions
 
 __all__ = [
     "POLICY_ALIASES",
+    "POLICY_BASES",
     "SDN_POLICY_ALIASES",
     "SDN_SUBSTITUTES",
     "action_probability",
@@ -83,6 +84,9 @@ POLICY_ALIASES: dict[str, type] = {
         MultiInputLstmPolicy,
     )
 }
+
+#: The classes a policy class given to ACER must derive from.
+POLICY_BASES = (ACERPolicy, RecurrentACERPolicy, SDNPolicy)
 
 #: The stochastic-dueling classes by their own names: taken (old code, model files) but not listed.
 SDN_POLICY_ALIASES: dict[str, type] = {cls.__name__: cls for cls in SDN_SUBSTITUTES.values()}

@@ -134,7 +134,7 @@ def global_state_restored_on_error() -> Iterator[None]:
 
 
 def _policy_class_name(model: ACER) -> str:
-    for alias, cls in {**model.policy_aliases, **model.unlisted_policy_aliases}.items():
+    for alias, cls in model.taken_policy_aliases.items():
         if cls is model.policy_class:
             return alias
     return f"{model.policy_class.__module__}:{model.policy_class.__qualname__}"
@@ -462,9 +462,8 @@ def _apply_arguments(
         None,
     )
     policy_given = policy_class is not None
-    aliases = {**cls.policy_aliases, **cls.unlisted_policy_aliases}
-    if policy_class is None and saved.policy_name in aliases:
-        policy_class = aliases[saved.policy_name]
+    if policy_class is None and saved.policy_name in cls.taken_policy_aliases:
+        policy_class = cls.taken_policy_aliases[saved.policy_name]
     elif policy_class is None:
         try:
             policy_class = decode_json_value({"__class__": saved.policy_name}, "policy_class", classes)
