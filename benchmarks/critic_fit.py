@@ -36,7 +36,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from benchmarks.common import commit_at_start, machine_description, script_parser, write_results
 from sb3_acer import ACER
-from sb3_acer.functional import explained_variance
+from sb3_acer.common.functional.categorical import explained_variance
 from sb3_acer.presets import load_preset, wrapper_class
 
 ENV_ID = "LunarLander-v3"

@@ -244,3 +244,20 @@ def test_dict_observations_with_box_actions_train_save_and_load(tmp_path: Any) -
         model.predict(observation, deterministic=True)[0], loaded.predict(observation, deterministic=True)[0]
     )
     assert model.action_probability(observation).shape == (4,)  # the mean and the log-std of 2 actions
+
+
+def test_the_listed_policy_names_are_sb3s_and_the_sdn_names_still_build_and_load(
+    small_settings, tmp_path, capsys
+) -> None:
+    from sb3_acer.cli import main
+
+    names = ["CnnLnLstmPolicy", "CnnLstmPolicy", "CnnPolicy", "MlpLnLstmPolicy", "MlpLstmPolicy", "MlpPolicy"]
+    assert sorted(ACER.policy_aliases) == sorted([*names, "MultiInputLstmPolicy", "MultiInputPolicy"])
+    assert main(["train", "-h"]) == 0
+    usage = "".join(capsys.readouterr().out.split())
+    assert "--policy{" + ",".join(sorted(ACER.policy_aliases)) + "}" in usage and "SDN" not in usage
+    model = ACER("SDNMlpPolicy", IDENTITY["box"](), **small_settings)  # old code names the class
+    assert type(model.policy) is SDNMlpPolicy
+    model.save(tmp_path / "model.zip")
+    loaded = ACER.load(tmp_path / "model.zip")
+    assert loaded.policy_class is SDNMlpPolicy and type(loaded.policy) is SDNMlpPolicy

@@ -353,7 +353,8 @@ def test_shell_commands_run_or_parse(
 
 
 # ------------------------------------------------------------------------------------- references to code
-#: A dotted name in the sb3_acer package (``sb3_acer.functional.retrace_targets``), and a file path in it.
+#: A dotted name in the sb3_acer package (``sb3_acer.common.functional.categorical.retrace_targets``), and a
+#: file path in it.
 DOTTED = re.compile(r"\bsb3_acer(?:\.[A-Za-z_]\w*)+")
 PATH = re.compile(r"\bsb3_acer/[\w/]+\.\w+")
 
@@ -373,11 +374,11 @@ def resolve(dotted: str) -> object:
 
 
 def test_resolve() -> None:
-    from sb3_acer import functional
+    from sb3_acer.common.functional import categorical as functional
 
-    assert resolve("sb3_acer.functional.retrace_targets") is functional.retrace_targets
+    assert resolve("sb3_acer.common.functional.categorical.retrace_targets") is functional.retrace_targets
     with pytest.raises(AttributeError):
-        resolve("sb3_acer.functional.no_such_function")
+        resolve("sb3_acer.common.functional.categorical.no_such_function")
     with pytest.raises(AttributeError):
         resolve("sb3_acer.no_such_module")
 

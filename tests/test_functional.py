@@ -1,4 +1,5 @@
-"""The ACER math in ``sb3_acer.functional``, pinned against float64 naive-loop oracles and exact properties.
+"""The ACER math in ``sb3_acer.common.functional.categorical``, pinned against float64 naive-loop oracles and
+exact properties.
 
 Every oracle below is written with plain Python loops over ``t``, ``b`` and ``a`` on Python floats (float64),
 independently of the vectorised torch code it checks.
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from sb3_acer import functional as F
+from sb3_acer.common.functional import categorical as F
 
 SHAPES = [(1, 1, 2), (3, 2, 4), (5, 3, 3), (8, 4, 6)]  # (T, B, A)
 DTYPE = th.float64

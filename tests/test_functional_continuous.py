@@ -1,4 +1,5 @@
-"""Continuous and factorised ACER math (``sb3_acer.functional_continuous``) against float64 loop oracles.
+"""Continuous and factorised ACER math (``sb3_acer.common.functional.continuous``) against float64 loop
+oracles.
 
 Every oracle below is written with plain Python loops on Python floats and ``math`` (float64), independently
 of the vectorised torch code it checks; property tests compare the closed forms with ``torch.autograd``.
@@ -11,8 +12,8 @@ import math
 import pytest
 import torch as th
 
-from sb3_acer import functional as F
-from sb3_acer import functional_continuous as FC
+from sb3_acer.common.functional import categorical as F
+from sb3_acer.common.functional import continuous as FC
 
 DTYPE = th.float64
 TIGHT = dict(rtol=1e-12, atol=1e-12)

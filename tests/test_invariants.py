@@ -15,7 +15,7 @@ from stable_baselines3.common.logger import configure
 
 from sb3_acer import ACER
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.update import UpdateConfig, compute_gradients
+from sb3_acer.common.update import UpdateConfig, compute_gradients
 
 
 def flat_parameters(module: th.nn.Module) -> th.Tensor:

@@ -32,11 +32,11 @@ from sb3_acer import (
     MlpPolicy,
     RecurrentACERPolicy,
 )
-from sb3_acer import functional as F
 from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.update import CategoricalTerms, network_outputs, recurrent_rows
 from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
-from sb3_acer.update import recurrent_outputs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from benchmarks.recurrent_cartpole import NoVelocityObservation
@@ -299,9 +299,7 @@ def behaviour_gap(model: ACER, segment: Segment, zero_state: bool = False) -> fl
         initial = tuple(np.zeros_like(part) for part in segment.initial_state)
         segment = Segment(**{**segment.__dict__, "initial_state": initial})
     with th.no_grad():
-        logits, _, _ = recurrent_outputs(model.policy, model.policy_avg, segment)
-    n_steps, n_envs = segment.n_steps, segment.n_envs
-    pi = th.softmax(logits[: n_steps * n_envs], dim=-1).view(n_steps, n_envs, -1)
+        pi = network_outputs(model.policy, model.policy_avg, segment).stats
     weights = F.importance_weights(
         pi_probs=pi, mu_probs=th.as_tensor(segment.mu_probs), actions=th.as_tensor(segment.actions), eps=0.0
     )
@@ -376,7 +374,7 @@ def test_truncation_bootstrap_uses_the_state_reached_in_that_episode() -> None:
     assert isinstance(policy, RecurrentACERPolicy) and isinstance(model.policy_avg, RecurrentACERPolicy)
     assert segment.initial_state is not None
     with th.no_grad():
-        logits, q_values, _ = recurrent_outputs(policy, model.policy_avg, segment)
+        outputs, _ = recurrent_rows(CategoricalTerms(), policy, model.policy_avg, segment)
         rows = (segment.n_steps + 1) * segment.n_envs
         for row, (t, env) in enumerate(segment.final_index):
             # Step env's own observations through the policy up to t, then look at the final observation.
@@ -392,8 +390,10 @@ def test_truncation_bootstrap_uses_the_state_reached_in_that_episode() -> None:
                 state,
                 th.zeros(1, dtype=th.bool),  # type: ignore[arg-type]
             )
-            th.testing.assert_close(logits[rows + row], output.logits[0], rtol=0, atol=1e-5)
-            th.testing.assert_close(q_values[rows + row], output.q_values[0], rtol=0, atol=1e-5)
+            th.testing.assert_close(
+                outputs.stats[rows + row], th.softmax(output.logits[0], -1), rtol=0, atol=1e-5
+            )
+            th.testing.assert_close(outputs.extra[rows + row], output.q_values[0], rtol=0, atol=1e-5)
 
 
 def test_replay_buffer_stores_the_initial_state() -> None:

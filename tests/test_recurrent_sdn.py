@@ -19,8 +19,9 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER, MlpLstmPolicy, MlpPolicy, UnsupportedSpaceError
-from sb3_acer.action_spaces import SDN_SUBSTITUTES, policy_class_for
+from sb3_acer.acer.policies import SDN_SUBSTITUTES, policy_class_for
 from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.update import network_outputs
 from sb3_acer.policies import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
@@ -33,7 +34,6 @@ from sb3_acer.policies import (
     SDNMlpLstmPolicy,
     SDNMultiInputLstmPolicy,
 )
-from sb3_acer.update_sdn import sdn_forward
 
 TINY = dict(n_lstm=8, net_arch=[8, "lstm", dict(pi=[8], qf=[8])])
 
@@ -160,13 +160,13 @@ def test_the_update_reproduces_the_behaviour_statistics_from_the_stored_state(
         assert segment.initial_state is not None and np.abs(segment.initial_state[0]).max() > 0
         assert segment.episode_starts[1:].any() and len(segment.final_index) > 0
         with th.no_grad():
-            forward = sdn_forward(model.policy, model.policy_avg, segment)
+            forward = network_outputs(model.policy, model.policy_avg, segment)
         # On-policy: pi is mu, so every importance weight is one.
         np.testing.assert_allclose(forward.stats.numpy(), segment.mu_probs, rtol=0, atol=2e-6)
         # SB2 / baselines start every segment from zeros: the statistics would differ.
         zeros = tuple(np.zeros_like(part) for part in segment.initial_state)
         with th.no_grad():
-            from_zeros = sdn_forward(
+            from_zeros = network_outputs(
                 model.policy, model.policy_avg, Segment(**{**segment.__dict__, "initial_state": zeros})
             )
         assert np.abs(from_zeros.stats.numpy() - segment.mu_probs).max() > 2e-5  # 10 times the tolerance
@@ -187,7 +187,7 @@ def test_a_truncated_episode_bootstraps_from_the_state_reached_in_it() -> None:
     assert isinstance(policy, RecurrentSDNPolicy) and segment.initial_state is not None
     assert len(segment.final_index) >= 3
     with th.no_grad():
-        forward = sdn_forward(policy, model.policy_avg, segment)
+        forward = network_outputs(policy, model.policy_avg, segment)
         for row, (t, env) in enumerate(segment.final_index):
             state = tuple(th.as_tensor(part[env : env + 1]).unsqueeze(0) for part in segment.initial_state)
             for step in range(t + 1):

@@ -15,11 +15,11 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.distributions import Categorical, DiagGaussian, Factorised, make_action_distribution
+from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.distributions import DiagGaussian, Factorised, make_action_distribution
+from sb3_acer.common.update import SDNDraws, UpdateConfig, compute_gradients, draw_samples, network_outputs
 from sb3_acer.policies.sdn import SDNPolicy
-from sb3_acer.update import UpdateConfig
-from sb3_acer.update_sdn import SDNDraws, compute_sdn_gradients, draw_samples, sdn_forward
 
 SPACES = {
     "box": spaces.Box(-1.0, 1.0, (2, 2), dtype=np.float32),
@@ -61,6 +61,28 @@ def test_distribution_closed_form_gradients_equal_autograd(name):
         th.testing.assert_close(closed, auto, rtol=1e-6, atol=1e-6)
     assert bool((dist.kl(avg, stats) > 0).all())
     th.testing.assert_close(dist.kl(stats, stats), th.zeros(3, 2, dtype=th.float64), rtol=0, atol=1e-9)
+
+
+def test_the_categorical_distribution_is_the_discrete_maths_in_the_flat_layout():
+    dist = make_action_distribution(spaces.Discrete(4))
+    assert isinstance(dist, Categorical) and (dist.stats_size, dist.action_dim) == (4, 1)
+    gen = th.Generator().manual_seed(5)
+    stats = th.softmax(th.randn(3, 2, 4, generator=gen, dtype=th.float64), -1)
+    avg = th.softmax(th.randn(3, 2, 4, generator=gen, dtype=th.float64), -1)
+    th.manual_seed(6)
+    actions = dist.sample(stats)
+    assert actions.shape == (3, 2) and th.equal(dist.mode(stats), stats.argmax(-1))
+    assert th.equal(dist.entropy(stats), F.categorical_entropy(stats, eps=F.EPS))
+    assert th.equal(dist.kl(avg, stats), F.categorical_kl(p_probs=avg, q_probs=stats, eps=F.EPS))
+    assert th.equal(dist.kl_gradient(avg, stats), F.kl_gradient(avg_probs=avg, pi_probs=stats, eps=F.EPS))
+    leaf = stats.clone().requires_grad_()
+    for value, closed in (
+        (dist.log_prob(leaf, actions), dist.log_prob_gradient(stats, actions)),
+        (dist.entropy(leaf), dist.entropy_gradient(stats)),
+        (dist.kl(avg, leaf), dist.kl_gradient(avg, stats)),
+    ):
+        (auto,) = th.autograd.grad(value.sum(), leaf)
+        th.testing.assert_close(closed, auto, rtol=1e-6, atol=1e-6)
 
 
 def test_gaussian_with_fixed_sigma_projects_the_mean_only():
@@ -284,9 +306,9 @@ def test_whole_gradient_step_matches_the_oracle(name, fixed_std):
     )
     th.manual_seed(7)
     with th.no_grad():
-        draws = draw_samples(policy, sdn_forward(policy, avg, segment).stats, N_DUELING)
+        draws = draw_samples(policy, network_outputs(policy, avg, segment).stats, N_DUELING)
     policy.zero_grad()
-    loss, stats = compute_sdn_gradients(
+    loss, stats = compute_gradients(
         policy=policy, avg_policy=avg, segment=segment, config=config, draws=draws
     )
     actual = {name: p.grad.clone() for name, p in policy.named_parameters() if p.grad is not None}
@@ -307,21 +329,21 @@ def test_without_trust_region_the_gradient_is_that_of_the_losses(name):
     segment = _segment(policy, np.random.default_rng(8))
     th.manual_seed(9)
     with th.no_grad():
-        draws = draw_samples(policy, sdn_forward(policy, avg, segment).stats, N_DUELING)
+        draws = draw_samples(policy, network_outputs(policy, avg, segment).stats, N_DUELING)
     grads = []
     for trust_region in (False, True):
         config = UpdateConfig(
             gamma=0.99, q_coef=0.5, ent_coef=0.0, correction_term=2.0, trust_region=trust_region, delta=1e9
         )
         policy.zero_grad()
-        compute_sdn_gradients(policy=policy, avg_policy=avg, segment=segment, config=config, draws=draws)
+        compute_gradients(policy=policy, avg_policy=avg, segment=segment, config=config, draws=draws)
         grads.append([p.grad.clone() for p in policy.parameters() if p.grad is not None])
     for off, on in zip(*grads, strict=True):
         th.testing.assert_close(off, on, rtol=1e-4, atol=1e-6)
 
 
 def test_retrace_lambda_shortens_the_trace_of_q_ret_only():
-    from sb3_acer import functional_continuous as FC
+    from sb3_acer.common.functional import continuous as FC
 
     gen = th.Generator().manual_seed(12)
     inputs = dict(
@@ -342,6 +364,41 @@ def test_retrace_lambda_shortens_the_trace_of_q_ret_only():
 def test_sdn_draws_shapes():
     policy, avg = _policy_pair(SPACES["multidiscrete"], None)
     segment = _segment(policy, np.random.default_rng(11))
-    draws = draw_samples(policy, sdn_forward(policy, avg, segment).stats, 7)
+    draws = draw_samples(policy, network_outputs(policy, avg, segment).stats, 7)
     assert isinstance(draws, SDNDraws)
     assert draws.sampled.shape == (N_STEPS, N_ENVS, 3) and draws.dueling.shape == (N_STEPS, N_ENVS, 7, 3)
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_a_replayed_update_skips_the_logging_values_as_for_discrete_actions(name):
+    """``with_stats=False`` (replayed updates): the same gradient, the critic loss returned, the logging-only
+    statistics ``nan`` (the logger skips them; the trust-region norms were logged as 0 before)."""
+    policy, avg = _policy_pair(SPACES[name], None)
+    segment = _segment(policy, np.random.default_rng(13))
+    config = UpdateConfig(
+        gamma=0.9, q_coef=0.5, ent_coef=0.01, correction_term=1.5, trust_region=True, delta=0.2
+    )
+    with th.no_grad():
+        draws = draw_samples(policy, network_outputs(policy, avg, segment).stats, N_DUELING)
+    results, grads = [], []
+    for with_stats in (True, False):
+        policy.zero_grad()
+        results.append(
+            compute_gradients(
+                policy=policy,
+                avg_policy=avg,
+                segment=segment,
+                config=config,
+                draws=draws,
+                with_stats=with_stats,
+            )
+        )
+        grads.append([p.grad.clone() for p in policy.parameters() if p.grad is not None])
+    for full, replayed in zip(*grads, strict=True):
+        assert th.equal(full, replayed)
+    (_, full_stats), (loss, stats) = results
+    assert float(loss) == full_stats.loss_q == stats.loss_q
+    assert stats.rho_mean == full_stats.rho_mean and stats.rho_truncated_frac == full_stats.rho_truncated_frac
+    unset = set(stats._fields) - {"loss_q", "rho_mean", "rho_truncated_frac"}
+    assert all(np.isnan(getattr(stats, key)) for key in unset)
+    assert full_stats.avg_norm_k > 0 and np.isfinite(full_stats.loss)

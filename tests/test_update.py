@@ -1,4 +1,4 @@
-"""One update through the model (``sb3_acer.update``): the rollout marks truncation apart from termination,
+"""One update through the model (``sb3_acer.common.update``): the rollout marks truncation apart from termination,
 the Retrace targets bootstrap on the one and cut on the other, ``retrace_lambda`` enters the targets, and
 ``q_lr_ratio`` scales the critic's own step only."""
 
@@ -14,10 +14,10 @@ from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-from sb3_acer import functional as F
+from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.rollout import collect_segment
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.update import UpdateConfig, compute_gradients
+from sb3_acer.common.update import UpdateConfig, compute_gradients
 
 # ---------------------------------------------------------------------------------------------- truncation
 

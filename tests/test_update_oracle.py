@@ -1,11 +1,11 @@
 """``compute_gradients`` against an independent float64 oracle of one whole ACER gradient step.
 
 The oracle below is written from the paper's equations (Wang et al. 2016), with the guard ``eps`` where
-``docs/algorithm.md`` (which maps the equations) puts it,
-and shares nothing with ``sb3_acer/update.py`` or ``sb3_acer/functional.py`` but the network modules: it
-runs the layers itself (the LSTM cell included, one step at a time), computes the Retrace targets with the
-per-episode loop of Algorithm 2, takes the per-sample policy gradient ``g`` and the KL gradient ``k`` with
-autograd, projects ``g`` onto the trust region in closed form and back-propagates in float64.
+``docs/algorithm.md`` (which maps the equations) puts it, and shares nothing with ``sb3_acer/common/update/``
+or ``sb3_acer/common/functional/`` but the network modules: it runs the layers itself (the LSTM cell included,
+one step at a time), computes the Retrace targets with the per-episode loop of Algorithm 2, takes the
+per-sample policy gradient ``g`` and the KL gradient ``k`` with autograd, projects ``g`` onto the trust region
+in closed form and back-propagates in float64.
 
 The segments are chosen so that every branch of the update matters: the behaviour probabilities ``mu`` differ
 from ``pi`` (``rho`` below 1, between 1 and ``c`` and above ``c``, and above ``c`` for untaken actions, so
@@ -27,8 +27,8 @@ import torch as th
 from gymnasium import spaces
 
 from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.policies import MlpLstmPolicy, MlpPolicy, RecurrentACERPolicy
-from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
 
 #: The numerical guard of the docs' notation table (``F.EPS``), inside every ``log`` and ratio of the oracle.
 EPS = 1e-6

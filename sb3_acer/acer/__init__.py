@@ -1,5 +1,4 @@
-"""ACER (Actor-Critic with Experience Replay): the algorithm class, re-exported from
-:mod:`~sb3_acer.acer.acer`."""
+"""ACER: the algorithm class (:mod:`.acer`) and its policy names (:mod:`.policies`)."""
 
 from sb3_acer.acer.acer import ACER, UnsupportedSpaceError
 

@@ -21,11 +21,14 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.action_spaces import (
+from sb3_acer.acer.policies import (
+    POLICY_ALIASES,
+    POLICY_BASES,
+    SDN_POLICY_ALIASES,
+    action_probability,
     policy_class_for,
     policy_classes_for_kwargs,
     replay_action_settings,
-    sdn_action_probability,
 )
 from sb3_acer.common.buffers import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.common.buffers.base import check_memory
@@ -33,7 +36,6 @@ from sb3_acer.common.checks.observations import check_observation
 from sb3_acer.common.checks.settings import (
     OPTIMIZER_KEYS,
     UnsupportedSpaceError,
-    check_actions,
     check_hyperparameters,
     check_policy,
     check_policy_kwargs,
@@ -54,6 +56,7 @@ from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
 from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
 from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.envs import frame_stack_size
 from sb3_acer.policies import (
     ACERPolicy,
@@ -62,23 +65,8 @@ from sb3_acer.policies import (
     CnnPolicy,
     LSTMMemory,
     LSTMState,
-    MlpLnLstmPolicy,
-    MlpLstmPolicy,
-    MlpPolicy,
-    MultiInputLstmPolicy,
-    MultiInputPolicy,
     RecurrentACERPolicy,
 )
-from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
-from sb3_acer.policies.sdn_recurrent import (
-    SDNCnnLnLstmPolicy,
-    SDNCnnLstmPolicy,
-    SDNMlpLnLstmPolicy,
-    SDNMlpLstmPolicy,
-    SDNMultiInputLstmPolicy,
-)
-from sb3_acer.update import UpdateConfig, UpdateStats, compute_gradients
-from sb3_acer.update_sdn import compute_sdn_gradients
 
 __all__ = ["ACER", "UnsupportedSpaceError"]
 
@@ -103,10 +91,10 @@ class ACER(SegmentAlgorithm):
         policy: policy class or name (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` for ``Dict``
             observations, or the recurrent ``"MlpLstmPolicy"``, ``"MlpLnLstmPolicy"``, ``"CnnLstmPolicy"``,
             ``"CnnLnLstmPolicy"``, ``"MultiInputLstmPolicy"``, whose LSTM state is carried across segments,
-            stored with each segment and reset where an episode starts). For ``Box``, ``MultiDiscrete`` and
-            ``MultiBinary`` actions each builds its stochastic-dueling counterpart (``SDNMlpPolicy``,
-            ``SDNCnnPolicy``, ``SDNMlpLstmPolicy``, ...), which can also be named, e.g. with
-            ``policy_kwargs=dict(fixed_std=0.3)`` for the paper's fixed sigma.
+            stored with each segment and reset where an episode starts). Each builds the network for the
+            action space: for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions a stochastic dueling
+            network, whose keywords ``policy_kwargs`` takes, e.g. ``fixed_std=0.3`` for the paper's
+            fixed sigma.
         env: environment, its registered id, or an SB3 ``VecEnv``.
         gamma: discount factor, in [0, 1].
         n_steps: steps per environment per update (a batch is ``n_steps * n_envs`` transitions).
@@ -155,24 +143,9 @@ class ACER(SegmentAlgorithm):
         device: ``'auto'``, ``'cpu'`` or ``'cuda'``.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
-        "MlpPolicy": MlpPolicy,
-        "CnnPolicy": CnnPolicy,
-        "MultiInputPolicy": MultiInputPolicy,
-        "MlpLstmPolicy": MlpLstmPolicy,
-        "MlpLnLstmPolicy": MlpLnLstmPolicy,
-        "CnnLstmPolicy": CnnLstmPolicy,
-        "CnnLnLstmPolicy": CnnLnLstmPolicy,
-        "MultiInputLstmPolicy": MultiInputLstmPolicy,
-        "SDNMlpPolicy": SDNMlpPolicy,
-        "SDNCnnPolicy": SDNCnnPolicy,
-        "SDNMultiInputPolicy": SDNMultiInputPolicy,
-        "SDNMlpLstmPolicy": SDNMlpLstmPolicy,
-        "SDNMlpLnLstmPolicy": SDNMlpLnLstmPolicy,
-        "SDNCnnLstmPolicy": SDNCnnLstmPolicy,
-        "SDNCnnLnLstmPolicy": SDNCnnLnLstmPolicy,
-        "SDNMultiInputLstmPolicy": SDNMultiInputLstmPolicy,
-    }
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
+    #: Every name taken: the listed ones and the stochastic-dueling classes' own (old code, model files).
+    taken_policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {**POLICY_ALIASES, **SDN_POLICY_ALIASES}
 
     def __init__(
         self,
@@ -208,7 +181,7 @@ class ACER(SegmentAlgorithm):
         device: th.device | str = "auto",
     ) -> None:
         check_hyperparameters(dict(locals()))
-        policy_class = check_policy(policy, self.policy_aliases, (ACERPolicy, RecurrentACERPolicy, SDNPolicy))
+        policy_class = check_policy(policy, self.taken_policy_aliases, POLICY_BASES)
         env = supported_env(env, verbose, needed=_init_setup_model)
         # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
         action_space = None if env is None else env.action_space
@@ -220,7 +193,7 @@ class ACER(SegmentAlgorithm):
             if num_procs is not None:
                 th.set_num_threads(int(num_procs))
             super().__init__(
-                policy=policy,
+                policy=policy_class,
                 env=env,
                 learning_rate=learning_rate,
                 policy_kwargs=policy_kwargs,
@@ -394,10 +367,9 @@ class ACER(SegmentAlgorithm):
         if not self.policy.training:
             self.policy.set_training_mode(True)
         zero_gradients(self.optimizer)
-        compute = compute_sdn_gradients if isinstance(self.policy, SDNPolicy) else compute_gradients
-        loss, stats = compute(
-            policy=self.policy,  # type: ignore[arg-type]
-            avg_policy=self.policy_avg,  # type: ignore[arg-type]
+        loss, stats = compute_gradients(
+            policy=self.policy,
+            avg_policy=self.policy_avg,
             segment=segment,
             config=self._update_config(),
             with_stats=on_policy,
@@ -497,24 +469,7 @@ class ACER(SegmentAlgorithm):
         """
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
-        if isinstance(self.policy, SDNPolicy):  # statistics, or densities of Box actions
-            return sdn_action_probability(self.policy, observation, actions, logp, state, mask)
-        if isinstance(self.policy, RecurrentACERPolicy):
-            inputs, vectorized, lstm_state, starts = self.policy.prepare_inputs(observation, state, mask)
-            with th.no_grad():
-                probs = self.policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
-        else:
-            obs_tensor, vectorized = self.policy.obs_to_tensor(observation)
-            with th.no_grad():
-                probs = self.policy.action_probs(obs_tensor).cpu().numpy()
-        if actions is None:
-            result = np.log(probs) if logp else probs
-            return result if vectorized else result[0]
-        actions_array = check_actions(actions, n_observations=probs.shape[0], n_actions=probs.shape[1])
-        chosen = probs[np.arange(len(actions_array)), actions_array].reshape(-1, 1)
-        if logp:
-            chosen = np.log(chosen)
-        return chosen if vectorized else chosen.reshape(1)
+        return action_probability(self.policy, observation, actions, logp, state, mask)
 
     # ------------------------------------------------------------------ environment
 

@@ -19,8 +19,8 @@ class Segment:
             observation space ``[T + 1, E]`` of a structured dtype, one field per key
             (:mod:`sb3_acer.common.observations`).
         actions: ``[T, E]`` int64 actions ``a_t`` of a ``Discrete`` space; for the other action spaces
-            ``[T, E, action_size]`` flat actions (:mod:`sb3_acer.distributions`: float32 unclipped draws
-            for ``Box``, int64 choices per factor for ``MultiDiscrete`` / ``MultiBinary``).
+            ``[T, E, action_size]`` flat actions (:mod:`sb3_acer.common.distributions`: float32 unclipped
+            draws for ``Box``, int64 choices per factor for ``MultiDiscrete`` / ``MultiBinary``).
         rewards: ``[T, E]`` float32 rewards ``r_t``.
         mu_probs: ``[T, E, A]`` float32 behaviour probabilities ``mu(.|x_t)``; for the other action spaces
             the ``[T, E, S]`` flat statistics of the behaviour distribution.

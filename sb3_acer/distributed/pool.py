@@ -24,7 +24,7 @@ from gymnasium import spaces
 
 from sb3_acer.distributed.actors import ActorEnvError, RolloutActor, SegmentMessage, Weights, actor_seed
 from sb3_acer.distributed.ray_support import require_ray
-from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy
+from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy, SDNPolicy
 
 if TYPE_CHECKING:
     from sb3_acer.common.segment_algorithm import SegmentAlgorithm
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ActorPool", "weights_of", "writable"]
 
 
-def weights_of(policy: ACERPolicy | RecurrentACERPolicy, version: int) -> Weights:
+def weights_of(policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy, version: int) -> Weights:
     """The policy's weights as NumPy arrays on the CPU, with their version."""
     return version, {name: tensor.detach().cpu().numpy() for name, tensor in policy.state_dict().items()}
 

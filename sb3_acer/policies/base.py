@@ -15,6 +15,8 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 from torch import nn
 
+from sb3_acer.common.distributions import Categorical
+
 __all__ = [
     "BaseACERPolicy",
     "PolicyOutput",
@@ -178,6 +180,8 @@ class BaseACERPolicy(BasePolicy):
         self.activation_fn = activation_fn
         self.ortho_init = ortho_init
         self.n_actions = int(action_space.n)
+        #: The action distribution (flat statistics: the probabilities), as SDN policies carry theirs.
+        self.dist = Categorical(action_space)
 
     def build_features_extractor(self) -> None:
         """Build ``features_extractor`` (and set ``features_dim``)."""

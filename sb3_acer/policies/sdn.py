@@ -1,11 +1,11 @@
 """ACER policies for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions: an actor and a stochastic dueling
 network critic (paper section 4, eq. 13).
 
-The actor outputs the statistics of the action distribution (:mod:`sb3_acer.distributions`): a diagonal
+The actor outputs the statistics of the action distribution (:mod:`sb3_acer.common.distributions`): a diagonal
 Gaussian's mean with either a learned state-independent log-std (SB3's ``log_std``) or the paper's fixed
 ``sigma`` (``fixed_std``), or each factor's probabilities. The critic outputs ``V(x)`` and an advantage
 ``A(x, a)`` from the critic's features and the action; ``Q~ = V + A(x, a) - mean_i A(x, u_i)`` is formed in
-the update (:func:`sb3_acer.functional_continuous.stochastic_dueling_q`).
+the update (:func:`sb3_acer.common.functional.continuous.stochastic_dueling_q`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from sb3_acer.distributions import ActionDistribution, DiagGaussian, Factorised, make_action_distribution
+from sb3_acer.common.distributions import (
+    ActionDistribution,
+    DiagGaussian,
+    Factorised,
+    make_action_distribution,
+)
 from sb3_acer.policies.base import build_mlp, init_with_defaults, parse_net_arch
 
 __all__ = ["SDNCnnPolicy", "SDNMlpPolicy", "SDNOutput", "SDNPolicy"]

@@ -142,7 +142,7 @@ class SlotReplay:
     n_envs: int
     n_actions: int
     #: 0 for ``Discrete`` actions (stored ``[T, E]``), else the flat action size (``[T, E, action_size]``,
-    #: with ``n_actions`` the size of the behaviour statistics; see :mod:`sb3_acer.distributions`).
+    #: with ``n_actions`` the size of the behaviour statistics; see :mod:`sb3_acer.common.distributions`).
     action_size: int = 0
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype

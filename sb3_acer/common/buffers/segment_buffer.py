@@ -32,7 +32,7 @@ class SegmentReplayBuffer(SlotReplay):
         state_size: size ``n`` of a recurrent policy's LSTM state (``h`` and ``c`` are ``[n]`` each per
             environment); every segment must then carry its ``initial_state``. 0 for feed-forward policies.
         action_size: 0 for ``Discrete`` actions, else the flat action size of a ``Box``, ``MultiDiscrete``
-            or ``MultiBinary`` space (:mod:`sb3_acer.distributions`).
+            or ``MultiBinary`` space (:mod:`sb3_acer.common.distributions`).
         action_dtype: dtype of the stored actions when ``action_size`` is positive.
     """
 

@@ -30,7 +30,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_acer.action_spaces import replay_action_settings
+from sb3_acer.acer.policies import replay_action_settings
 from sb3_acer.common.checks.settings import (
     UnsupportedSpaceError,
     as_tensor,
@@ -142,7 +142,7 @@ def global_state_restored_on_error() -> Iterator[None]:
 
 
 def _policy_class_name(model: ACER) -> str:
-    for alias, cls in model.policy_aliases.items():
+    for alias, cls in model.taken_policy_aliases.items():
         if cls is model.policy_class:
             return alias
     return f"{model.policy_class.__module__}:{model.policy_class.__qualname__}"
@@ -495,8 +495,8 @@ def _apply_arguments(
         None,
     )
     policy_given = policy_class is not None
-    if policy_class is None and saved.policy_name in cls.policy_aliases:
-        policy_class = cls.policy_aliases[saved.policy_name]
+    if policy_class is None and saved.policy_name in cls.taken_policy_aliases:
+        policy_class = cls.taken_policy_aliases[saved.policy_name]
     elif policy_class is None:
         try:
             policy_class = decode_json_value({"__class__": saved.policy_name}, "policy_class", classes)

@@ -1,8 +1,13 @@
-"""What ``ACER`` does differently for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` action spaces.
+"""ACER's policy names and the action space -> policy dispatch.
 
-These spaces take the stochastic-dueling policies of :mod:`sb3_acer.policies.sdn` (``MlpPolicy`` and
-``CnnPolicy`` name them there), store flat actions and behaviour statistics in the replay memory, and are
-updated by :func:`sb3_acer.update_sdn.compute_sdn_gradients`.
+The names users pass are SB3's and sb3-contrib's (:data:`POLICY_ALIASES`): ``MlpPolicy``, ``CnnPolicy``,
+``MultiInputPolicy`` and the ``...LstmPolicy`` / ``...LnLstmPolicy`` variants. Each builds the network for
+the env's action space: a softmax and ``Q`` head for ``Discrete`` actions, the stochastic-dueling policy of
+:mod:`sb3_acer.policies.sdn` for ``Box``, ``MultiDiscrete`` and ``MultiBinary`` ones
+(:func:`policy_class_for`). Those store flat actions and behaviour statistics in the replay memory
+(:func:`replay_action_settings`) and are updated by :func:`sb3_acer.common.update.compute_gradients` with
+:class:`~sb3_acer.common.update.SDNTerms`. The stochastic-dueling classes' own names
+(:data:`SDN_POLICY_ALIASES`) are still taken, by code and model files that name them, but not listed.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from sb3_acer.common.checks.settings import UnsupportedSpaceError
+from sb3_acer.common.checks.settings import UnsupportedSpaceError, check_actions
+from sb3_acer.common.distributions import Categorical
 from sb3_acer.common.observations import ObservationArrays
 from sb3_acer.policies import (
+    ACERPolicy,
     CnnLnLstmPolicy,
     CnnLstmPolicy,
     CnnPolicy,
@@ -24,6 +31,7 @@ from sb3_acer.policies import (
     MlpPolicy,
     MultiInputLstmPolicy,
     MultiInputPolicy,
+    RecurrentACERPolicy,
 )
 from sb3_acer.policies.sdn import SDNCnnPolicy, SDNMlpPolicy, SDNMultiInputPolicy, SDNPolicy
 from sb3_acer.policies.sdn_recurrent import (
@@ -36,6 +44,12 @@ from sb3_acer.policies.sdn_recurrent import (
 )
 
 __all__ = [
+    "POLICY_ALIASES",
+    "POLICY_BASES",
+    "SDN_POLICY_ALIASES",
+    "SDN_SUBSTITUTES",
+    "action_probability",
+    "categorical_action_probability",
     "policy_class_for",
     "policy_classes_for_kwargs",
     "replay_action_settings",
@@ -54,6 +68,28 @@ SDN_SUBSTITUTES: dict[type, type] = {
     CnnLnLstmPolicy: SDNCnnLnLstmPolicy,
     MultiInputLstmPolicy: SDNMultiInputLstmPolicy,
 }
+
+
+#: The policy names ACER lists (``train -h``, ``ACER.policy_aliases``), as SB3 and sb3-contrib spell them.
+POLICY_ALIASES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        MlpPolicy,
+        CnnPolicy,
+        MultiInputPolicy,
+        MlpLstmPolicy,
+        MlpLnLstmPolicy,
+        CnnLstmPolicy,
+        CnnLnLstmPolicy,
+        MultiInputLstmPolicy,
+    )
+}
+
+#: The classes a policy class given to ACER must derive from.
+POLICY_BASES = (ACERPolicy, RecurrentACERPolicy, SDNPolicy)
+
+#: The stochastic-dueling classes by their own names: taken (old code, model files) but not listed.
+SDN_POLICY_ALIASES: dict[str, type] = {cls.__name__: cls for cls in SDN_SUBSTITUTES.values()}
 
 
 def takes_sdn_policy(action_space: spaces.Space) -> bool:
@@ -100,12 +136,56 @@ def policy_classes_for_kwargs(policy_class: type, action_space: spaces.Space | N
 
 
 def replay_action_settings(policy: Any, action_space: spaces.Space) -> dict[str, Any]:
-    """The replay memory's action settings: ``n_actions`` (the statistics' size for an ``SDNPolicy``),
-    ``action_size`` and ``action_dtype``."""
-    if isinstance(policy, SDNPolicy):
-        dist = policy.dist
-        return dict(n_actions=dist.stats_size, action_size=dist.action_size, action_dtype=dist.action_dtype)
-    return dict(n_actions=int(action_space.n))  # type: ignore[attr-defined]
+    """The replay memory's action settings: ``n_actions`` (the size of the behaviour statistics), and for
+    the flat actions of the non-``Discrete`` spaces ``action_size`` and ``action_dtype``."""
+    dist = policy.dist
+    if isinstance(dist, Categorical):
+        return dict(n_actions=dist.stats_size)
+    return dict(n_actions=dist.stats_size, action_size=dist.action_size, action_dtype=dist.action_dtype)
+
+
+def action_probability(
+    policy: Any,
+    observation: ObservationArrays,
+    actions: np.ndarray | None,
+    logp: bool,
+    state: tuple[np.ndarray, ...] | None = None,
+    mask: np.ndarray | None = None,
+) -> np.ndarray:
+    """SB2's ``action_probability`` (see ``ACER.action_probability``) for the policy's action space."""
+    if isinstance(policy.dist, Categorical):
+        return categorical_action_probability(policy, observation, actions, logp, state, mask)
+    return sdn_action_probability(policy, observation, actions, logp, state, mask)
+
+
+def categorical_action_probability(
+    policy: ACERPolicy | RecurrentACERPolicy,
+    observation: ObservationArrays,
+    actions: np.ndarray | None,
+    logp: bool,
+    state: tuple[np.ndarray, ...] | None = None,
+    mask: np.ndarray | None = None,
+) -> np.ndarray:
+    """SB2's ``action_probability`` for ``Discrete`` actions: ``[n, A]`` probabilities, or with ``actions``
+    those of the actions ``[n, 1]`` (log-probabilities with ``logp``); a single observation drops the batch
+    axis. A recurrent policy takes the ``state`` returned by ``predict`` and the episode-start flags ``mask``.
+    """
+    if isinstance(policy, RecurrentACERPolicy):
+        inputs, vectorized, lstm_state, starts = policy.prepare_inputs(observation, state, mask)
+        with th.no_grad():
+            probs = policy.action_probs(inputs, lstm_state, starts)[0].cpu().numpy()
+    else:
+        obs_tensor, vectorized = policy.obs_to_tensor(observation)
+        with th.no_grad():
+            probs = policy.action_probs(obs_tensor).cpu().numpy()
+    if actions is None:
+        result = np.log(probs) if logp else probs
+        return result if vectorized else result[0]
+    actions_array = check_actions(actions, n_observations=probs.shape[0], n_actions=probs.shape[1])
+    chosen = probs[np.arange(len(actions_array)), actions_array].reshape(-1, 1)
+    if logp:
+        chosen = np.log(chosen)
+    return chosen if vectorized else chosen.reshape(1)
 
 
 def sdn_action_probability(

@@ -1,14 +1,15 @@
 """The ACER mathematics for continuous (``Box``) and factorised (``MultiDiscrete``, ``MultiBinary``) actions.
 
 Section 4 of Wang et al. (2016), "Sample Efficient Actor-Critic with Experience Replay" (arXiv:1611.01224),
-as small pure tensor functions, in the conventions of :mod:`sb3_acer.functional`: stateless, time-major
-``[T, B, ...]``, tensor arguments keyword-only, names from the paper.
+as small pure tensor functions, in the conventions of :mod:`sb3_acer.common.functional.categorical`:
+stateless, time-major ``[T, B, ...]``, tensor arguments keyword-only, names from the paper.
 
 - Diagonal Gaussian policies ``f(.|phi)`` with statistics ``phi = (mean, log_std)``, ``[T, B, D]`` each
   (``D`` the flattened action dimension): log-density, entropy, ``KL(avg || current)`` and the closed-form
   gradients of the log-density and of the KL with respect to the statistics, so that the trust region is
-  taken per sample in the space of the statistics (:func:`sb3_acer.functional.trust_region_projection`
-  on the mean, or on ``cat([mean, log_std], -1)`` when the log-std is learned).
+  taken per sample in the space of the statistics
+  (:func:`~sb3_acer.common.functional.categorical.trust_region_projection` on the mean, or on
+  ``cat([mean, log_std], -1)`` when the log-std is learned).
 - The stochastic dueling network (eq. 13), the continuous Retrace trace ``min(1, rho^(1/d))``, ``Q_ret``
   and ``Q_opc`` (appendix B), the value target of eq. 14, and the policy gradient of eqs. 15-16 with one
   sampled action ``a' ~ pi`` for the bias correction.
@@ -26,7 +27,7 @@ from typing import NamedTuple
 
 import torch as th
 
-from sb3_acer.functional import (
+from sb3_acer.common.functional.categorical import (
     EPS,
     PolicyLoss,
     categorical_kl,
@@ -242,9 +243,9 @@ def continuous_retrace_targets(
 ) -> ContinuousRetrace:
     """``Q_ret`` and ``Q_opc`` of continuous ACER, backwards in time (Algorithm 2 and appendix B).
 
-    ``Q_ret`` is :func:`sb3_acer.functional.retrace_targets` with ``Q~`` in place of ``Q`` and the trace
-    ``min(1, rho^(1/d))``; ``Q_opc`` is the same recursion with the trace 1, that is ``carry = Q_opc_t - Q~_t
-    + V_t``.
+    ``Q_ret`` is :func:`~sb3_acer.common.functional.categorical.retrace_targets` with ``Q~`` in place of ``Q``
+    and the trace ``min(1, rho^(1/d))``; ``Q_opc`` is the same recursion with the trace 1, that is
+    ``carry = Q_opc_t - Q~_t + V_t``.
 
     Args:
         rewards: ``[T, B]`` rewards.
@@ -515,8 +516,8 @@ def factorised_kl(*, avg_probs: th.Tensor, pi_probs: th.Tensor, eps: float = EPS
 def factorised_kl_gradient(*, avg_probs: th.Tensor, pi_probs: th.Tensor, eps: float = EPS) -> th.Tensor:
     """``k_f = d KL(p_avg_f || p_f) / d p_f = -p_avg_f / p_f`` per factor, ``[T, B, F, K]`` (eq. 11).
 
-    :func:`sb3_acer.functional.trust_region_projection` on these (last axis ``K``) projects each factor
-    separately; padded choices have ``p_avg = 0`` and hence ``k = 0``.
+    :func:`~sb3_acer.common.functional.categorical.trust_region_projection` on these (last axis ``K``)
+    projects each factor separately; padded choices have ``p_avg = 0`` and hence ``k = 0``.
     """
     _check_factorised(pi_probs, None, "pi_probs")
     return kl_gradient(avg_probs=avg_probs, pi_probs=pi_probs, eps=eps)

@@ -1,7 +1,9 @@
-"""Action distributions of the non-``Discrete`` action spaces, in the flat layout ACER stores and projects.
+"""Action distributions of every action space, in the flat layout ACER stores and projects.
 
 Each step of a segment stores the action the behaviour policy took and the *statistics* ``phi`` of its
 distribution, one flat float vector of ``stats_size`` values per step (the ``mu_probs`` array of a segment):
+
+- ``Discrete(n)``: a categorical, ``phi`` the ``n`` probabilities; the action is the int64 choice (no axis);
 
 - ``Box`` (any shape, ``D`` values): a diagonal Gaussian, ``phi = [mean (D), log_std (D)]``; the action is
   the flattened unclipped draw (float32 ``[D]``); :meth:`ActionDistribution.to_env` clips it to the bounds;
@@ -9,8 +11,9 @@ distribution, one flat float vector of ``stats_size`` values per step (the ``mu_
   categoricals, ``phi`` the ``[F, K]`` probabilities (``K = max(nvec)``, zero-padded) flattened; the action
   is the int64 choice of each factor ``[F]``.
 
-The maths are those of :mod:`sb3_acer.functional_continuous`; this module only maps the flat layout onto
-them, so that the rollout, the replay memory and the update need not know which space they serve.
+The maths are those of :mod:`sb3_acer.common.functional` (``categorical`` and ``continuous``); this module
+only maps the flat layout onto them, so that the rollout, the replay memory and the update need not know
+which space they serve.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from sb3_acer import functional as F
-from sb3_acer import functional_continuous as FC
+from sb3_acer.common.functional import categorical as F
+from sb3_acer.common.functional import continuous as FC
 
-__all__ = ["ActionDistribution", "DiagGaussian", "Factorised", "make_action_distribution"]
+__all__ = ["ActionDistribution", "Categorical", "DiagGaussian", "Factorised", "make_action_distribution"]
 
 
 class ActionDistribution(ABC):
@@ -96,6 +99,57 @@ class ActionDistribution(ABC):
         """``[N, action_size]`` stored actions as the env takes them: the space's shape and dtype."""
         shape = tuple(self.space.shape or ())
         return actions.reshape(len(actions), *shape).astype(self.space.dtype, copy=False)
+
+
+class Categorical(ActionDistribution):
+    """One categorical over ``Discrete(n)``; statistics the ``n`` probabilities (``S = n``). The actions
+    are the int64 choices without a trailing axis (``[...]``), as a segment stores them.
+
+    Args:
+        space: the ``Discrete`` action space.
+    """
+
+    def __init__(self, space: spaces.Discrete) -> None:
+        self.space = space
+        self.stats_size = int(space.n)
+        self.action_size = 1
+        self.action_dtype = np.dtype(np.int64)
+        self.action_dim = 1
+
+    def sample(self, stats: th.Tensor) -> th.Tensor:
+        return th.multinomial(stats.reshape(-1, self.stats_size), 1).reshape(stats.shape[:-1])
+
+    def mode(self, stats: th.Tensor) -> th.Tensor:
+        return stats.argmax(-1)
+
+    def log_prob(self, stats: th.Tensor, actions: th.Tensor) -> th.Tensor:
+        return th.log(stats.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1) + F.EPS)
+
+    def log_prob_gradient(self, stats: th.Tensor, actions: th.Tensor) -> th.Tensor:
+        return self.encode(actions) / (stats + F.EPS)
+
+    def entropy(self, stats: th.Tensor) -> th.Tensor:
+        return F.categorical_entropy(stats, eps=F.EPS)
+
+    def entropy_gradient(self, stats: th.Tensor) -> th.Tensor:
+        probs = stats.detach()
+        return -(th.log(probs + F.EPS) + probs / (probs + F.EPS))
+
+    def kl(self, avg_stats: th.Tensor, stats: th.Tensor) -> th.Tensor:
+        return F.categorical_kl(p_probs=avg_stats, q_probs=stats, eps=F.EPS)
+
+    def kl_gradient(self, avg_stats: th.Tensor, stats: th.Tensor) -> th.Tensor:
+        return F.kl_gradient(avg_probs=avg_stats, pi_probs=stats.detach(), eps=F.EPS)
+
+    def project(self, g: th.Tensor, k: th.Tensor, delta: float, eps: float = F.EPS) -> F.TrustRegionStep:
+        return F.trust_region_projection(g=g, k=k, delta=delta, eps=eps)
+
+    def encode(self, actions: th.Tensor) -> th.Tensor:
+        return th.nn.functional.one_hot(actions.long(), self.stats_size).float()
+
+    @property
+    def encoding_size(self) -> int:
+        return self.stats_size
 
 
 class DiagGaussian(ActionDistribution):
@@ -255,10 +309,12 @@ def make_action_distribution(space: spaces.Space, learn_log_std: bool = True) ->
     """The distribution of ``space``.
 
     Raises:
-        ValueError: for a space other than ``Box``, ``MultiDiscrete`` and ``MultiBinary``.
+        ValueError: for a space other than ``Discrete``, ``Box``, ``MultiDiscrete`` and ``MultiBinary``.
     """
+    if isinstance(space, spaces.Discrete):
+        return Categorical(space)
     if isinstance(space, spaces.Box):
         return DiagGaussian(space, learn_log_std)
     if isinstance(space, spaces.MultiDiscrete | spaces.MultiBinary):
         return Factorised(space)
-    raise ValueError(f"no ACER action distribution for {space}: Box, MultiDiscrete or MultiBinary")
+    raise ValueError(f"no ACER action distribution for {space}: Discrete, Box, MultiDiscrete or MultiBinary")
