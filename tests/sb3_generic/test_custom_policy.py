@@ -48,8 +48,8 @@ def test_flexible_mlp(model_class, net_arch):
 @pytest.mark.parametrize("model_class", [ACER])
 @pytest.mark.parametrize("optimizer_kwargs", [None, dict(weight_decay=0.0)])
 def test_custom_optimizer(model_class, optimizer_kwargs):
-    # Use different environment for DQN (ACER: as DQN, discrete actions)
-    env_id = "CartPole-v1"
+    # Use different environment for DQN (ACER: as A2C, continuous actions)
+    env_id = "Pendulum-v1"
 
     kwargs = dict(SMALL)
 
@@ -59,5 +59,4 @@ def test_custom_optimizer(model_class, optimizer_kwargs):
 
 def test_tf_like_rmsprop_optimizer():
     policy_kwargs = dict(optimizer_class=RMSpropTFLike, net_arch=[16])
-    # ACER: CartPole-v1 (SB3: A2C on Pendulum-v1).
-    _ = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=policy_kwargs).learn(256)
+    _ = ACER("MlpPolicy", "Pendulum-v1", policy_kwargs=policy_kwargs).learn(256)

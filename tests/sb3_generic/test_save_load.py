@@ -1,7 +1,8 @@
 """Saving and loading, adapted from stable-baselines3 tests/test_save_load.py (MIT, Copyright (c) 2019
 Antonin Raffin): the algorithm-generic cases, with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces, so it gets SB3's environment for DQN (``IdentityEnv(10)``). Left out:
+ACER takes every action space A2C takes, so it gets A2C's environments: ``IdentityEnvBox(-10, 10)`` where
+SB3 gives DQN ``IdentityEnv(10)``, and continuous-action images. Left out:
 the cases of other algorithms' own parts (DQN's q_net and target network, SAC's entropy coefficient, PPO's
 clip range, the memory-efficient buffers of DQN/SAC/TD3) and of SB3's pickle helpers (``open_path``,
 ``load_from_pkl``), which ACER's files do not use. Where ACER's documented API differs, the line says
@@ -17,7 +18,7 @@ from copy import deepcopy
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.envs import FakeImageEnv, IdentityEnv
+from stable_baselines3.common.envs import FakeImageEnv, IdentityEnvBox
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -29,8 +30,8 @@ MODEL_LIST = [ACER]
 
 
 def select_env(model_class):
-    """ACER, as DQN, supports only discrete action spaces."""
-    return IdentityEnv(10)
+    """ACER, as A2C: continuous actions (SB3 gives DQN alone the discrete ``IdentityEnv(10)``)."""
+    return IdentityEnvBox(-10, 10)
 
 
 # torch.compile imports modules that warn about their own deprecated parts (this suite's warnings are errors).
@@ -183,7 +184,6 @@ def test_set_env(tmp_path, model_class):
     :param model_class: (BaseAlgorithm) A RL model
     """
 
-    # use discrete for DQN
     env = DummyVecEnv([lambda: select_env(model_class)])
     env2 = DummyVecEnv([lambda: select_env(model_class)])
     env3 = select_env(model_class)
@@ -300,8 +300,7 @@ def test_save_load_env_cnn(tmp_path, model_class):
     Test loading with an env that requires a ``CnnPolicy``.
     This is to test wrapping and observation space check.
     """
-    # ACER: discrete actions (SB3 runs this case with A2C and TD3 on continuous ones).
-    env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=True)
+    env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=False)
     kwargs = dict(policy_kwargs=dict(net_arch=[32]), **SMALL)
 
     model = model_class("CnnPolicy", env, **kwargs).learn(100)
@@ -373,7 +372,8 @@ def test_save_load_policy(tmp_path, model_class, policy_str):
             policy_kwargs=dict(features_extractor_kwargs=dict(features_dim=16)),
             n_steps=8,
         )
-        env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=True)
+        # ACER, as A2C: continuous actions (SB3: discrete for DQN only).
+        env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=False)
 
     env = DummyVecEnv([lambda: env])
 
