@@ -10,13 +10,12 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from sb3_acer import ACER
 
-from .common import SMALL
+from .common import SMALL, deliberate
 
 #: SB3 warns about the form ``[dict(...)]``, its old one; for ACER it is SB2's, which it keeps.
-SB2_NET_ARCH = pytest.mark.xfail(
-    strict=True,
-    reason="deliberate: ACER keeps SB2's net_arch form [shared layers..., dict(pi=[...], qf=[...])] (vf is "
-    "accepted for qf), so it does not warn about it as SB3 does about its own old form",
+SB2_NET_ARCH = deliberate(
+    "ACER keeps SB2's net_arch form [shared layers..., dict(pi=[...], qf=[...])] (vf is "
+    "accepted for qf), so it does not warn about it as SB3 does about its own old form"
 )
 
 
