@@ -1,8 +1,8 @@
 """Callbacks, adapted from stable-baselines3 tests/test_callbacks.py (MIT, Copyright (c) 2019 Antonin
 Raffin): the algorithm-generic cases, with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces, so it gets SB3's environment for DQN (``CartPole-v1``) where SB3 gives
-the continuous-action algorithms ``Pendulum-v1``. Left out: the success-rate case, which needs DQN with
+ACER takes every action space A2C takes, so it gets A2C's environments: ``Pendulum-v1`` (``Box``
+actions) where SB3 gives DQN ``CartPole-v1``. Left out: the success-rate case, which needs DQN with
 SB3's ``HerReplayBuffer``.
 """
 
@@ -34,8 +34,8 @@ from .common import SMALL
 
 
 def select_env(model_class) -> str:
-    """ACER, as DQN, supports only discrete actions."""
-    return "CartPole-v1"
+    """ACER, as A2C: continuous actions (SB3 gives DQN alone a discrete-action environment)."""
+    return "Pendulum-v1"
 
 
 @pytest.mark.parametrize("model_class", [ACER])
@@ -105,10 +105,9 @@ def test_callbacks(tmp_path, model_class):
     max_episodes = 1
     n_envs = 2
     # Force Pendulum-v1 to have a timelimit of 100 timesteps
-    # ACER: MountainCar-v0, whose episodes (as Pendulum's) end only at the time limit under a random policy.
     max_episode_length = 100
     envs = make_vec_env(
-        "MountainCar-v0", n_envs=n_envs, seed=0, env_kwargs=dict(max_episode_steps=max_episode_length)
+        "Pendulum-v1", n_envs=n_envs, seed=0, env_kwargs=dict(max_episode_steps=max_episode_length)
     )
     model = model_class("MlpPolicy", envs, policy_kwargs=dict(net_arch=[]), **kwargs)
 
@@ -264,9 +263,8 @@ def test_eval_callback_chaining(tmp_path):
 
     stop_on_threshold_callback = StopTrainingOnRewardThreshold(reward_threshold=-200, verbose=1)
 
-    # ACER: CartPole-v1 (SB3 chains these callbacks on PPO and Pendulum-v1).
     eval_callback = EvalCallback(
-        gym.make("CartPole-v1"),
+        gym.make("Pendulum-v1"),
         best_model_save_path=tmp_path,
         log_path=tmp_path,
         eval_freq=32,
@@ -277,5 +275,5 @@ def test_eval_callback_chaining(tmp_path):
         warn=False,
     )
 
-    model = ACER("MlpPolicy", "CartPole-v1", **SMALL)
+    model = ACER("MlpPolicy", "Pendulum-v1", **SMALL)
     model.learn(64, callback=eval_callback)

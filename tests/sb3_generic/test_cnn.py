@@ -19,19 +19,17 @@ from stable_baselines3.common.vec_env import (
 
 from sb3_acer import ACER
 
-from .common import SMALL_CNN
+from .common import SMALL_CNN, deliberate
 
 #: ACER's policy has one features extractor, shared by its policy and Q heads (SB2's network).
-SEPARATE_EXTRACTORS = pytest.mark.xfail(
-    strict=True,
-    reason="deliberate: ACER's policy and Q heads share one features extractor (SB2's network); the policy "
-    "takes no share_features_extractor argument",
+SEPARATE_EXTRACTORS = deliberate(
+    "ACER's policy and Q heads share one features extractor (SB2's network); the policy "
+    "takes no share_features_extractor argument"
 )
 #: ACER refuses what it cannot take with a ValueError that names it.
-VALUE_ERROR = pytest.mark.xfail(
-    strict=True,
-    reason="deliberate: ACER refuses a space or setting it cannot use with a ValueError "
-    "(UnsupportedSpaceError) that names it, where SB3 asserts (AssertionError)",
+VALUE_ERROR = deliberate(
+    "ACER refuses a space or setting it cannot use with a ValueError "
+    "(UnsupportedSpaceError) that names it, where SB3 asserts (AssertionError)"
 )
 
 

@@ -1,8 +1,8 @@
 """Reproducible training, adapted from stable-baselines3 tests/test_deterministic.py (MIT, Copyright (c)
 2019 Antonin Raffin), with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces, so it gets SB3's environment for DQN (``CartPole-v1``) where SB3 gives
-the other algorithms ``Pendulum-v1``.
+ACER takes every action space A2C takes, so it gets A2C's environment, ``Pendulum-v1`` (``Box`` actions),
+where SB3 gives DQN ``CartPole-v1``.
 """
 
 import pytest
@@ -21,8 +21,8 @@ def test_deterministic_training_common(algo):
     rewards = [[], []]
     # Smaller network
     kwargs = {"policy_kwargs": dict(net_arch=[64])}
-    # ACER, as DQN: CartPole-v1, and its small budget so that it replays within the 500 steps.
-    env_id = "CartPole-v1"
+    # ACER, as A2C: Pendulum-v1, with its small budget so that it replays within the 500 steps.
+    env_id = "Pendulum-v1"
     kwargs.update(SMALL)
 
     for i in range(2):

@@ -1,7 +1,8 @@
 """Dict observations, adapted from stable-baselines3 tests/test_dict_env.py (MIT, Copyright (c) 2019
-Antonin Raffin), with ACER as the only algorithm, on discrete actions (as DQN in SB3's test).
+Antonin Raffin), with ACER as the only algorithm, on discrete actions (as A2C in SB3's test).
 
-Every ``MultiInputPolicy`` case is expected to fail until issue 45 adds it. Left out: SB3's checks of its
+Every case runs ACER's ``MultiInputPolicy`` (or ``MlpPolicy``/``CnnPolicy``, refused for ``Dict``
+observations). Left out: SB3's checks of its
 test environment and of ``VecNormalize`` alone.
 """
 

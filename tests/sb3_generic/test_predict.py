@@ -46,8 +46,8 @@ def test_env(env_cls):
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 def test_auto_wrap(model_class):
     """Test auto wrapping of env into a VecEnv."""
-    # Use different environment for DQN (ACER: as DQN, discrete actions)
-    env_id = "CartPole-v1"
+    # Use different environment for DQN (ACER: as A2C, continuous actions)
+    env_id = "Pendulum-v1"
     env = gym.make(env_id)
     model = model_class("MlpPolicy", env)
     model.learn(100)

@@ -1,7 +1,8 @@
 """Saving and loading, adapted from stable-baselines3 tests/test_save_load.py (MIT, Copyright (c) 2019
 Antonin Raffin): the algorithm-generic cases, with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces, so it gets SB3's environment for DQN (``IdentityEnv(10)``). Left out:
+ACER takes every action space A2C takes, so it gets A2C's environments: ``IdentityEnvBox(-10, 10)`` where
+SB3 gives DQN ``IdentityEnv(10)``, and continuous-action images. Left out:
 the cases of other algorithms' own parts (DQN's q_net and target network, SAC's entropy coefficient, PPO's
 clip range, the memory-efficient buffers of DQN/SAC/TD3) and of SB3's pickle helpers (``open_path``,
 ``load_from_pkl``), which ACER's files do not use. Where ACER's documented API differs, the line says
@@ -17,20 +18,20 @@ from copy import deepcopy
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.envs import FakeImageEnv, IdentityEnv
+from stable_baselines3.common.envs import FakeImageEnv, IdentityEnvBox
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
 
-from .common import SMALL
+from .common import SMALL, deliberate
 
 MODEL_LIST = [ACER]
 
 
 def select_env(model_class):
-    """ACER, as DQN, supports only discrete action spaces."""
-    return IdentityEnv(10)
+    """ACER, as A2C: continuous actions (SB3 gives DQN alone the discrete ``IdentityEnv(10)``)."""
+    return IdentityEnvBox(-10, 10)
 
 
 # torch.compile imports modules that warn about their own deprecated parts (this suite's warnings are errors).
@@ -183,7 +184,6 @@ def test_set_env(tmp_path, model_class):
     :param model_class: (BaseAlgorithm) A RL model
     """
 
-    # use discrete for DQN
     env = DummyVecEnv([lambda: select_env(model_class)])
     env2 = DummyVecEnv([lambda: select_env(model_class)])
     env3 = select_env(model_class)
@@ -294,14 +294,45 @@ def test_exclude_include_saved_params(tmp_path, model_class):
     os.remove(tmp_path / "test_save.zip")
 
 
+@deliberate(
+    "set_env accepts another number of environments (the replay memory, laid out per environment, "
+    "starts afresh), as SB3's own load(..., env=) does; SB3's set_env raises AssertionError",
+    raises=pytest.fail.Exception,
+)
+@pytest.mark.parametrize("model_class", MODEL_LIST)
+def test_set_env_other_n_envs_sb3(model_class):
+    """SB3's lines of ``test_set_env`` for another number of environments, kept as SB3 writes them."""
+    env = DummyVecEnv([lambda: select_env(model_class)])
+    env4 = DummyVecEnv([lambda: select_env(model_class) for _ in range(2)])
+    model = model_class("MlpPolicy", env, policy_kwargs=dict(net_arch=[16]), **SMALL)
+    # num_env must be the same
+    with pytest.raises(AssertionError):
+        model.set_env(env4)
+
+
+@deliberate(
+    "a model file holds no observation (it describes the model, not a running environment), so "
+    "load(..., force_reset=False) has none to continue from and the first learn resets the env",
+    raises=AssertionError,
+)
+@pytest.mark.parametrize("model_class", MODEL_LIST)
+def test_load_force_reset_false_sb3(tmp_path, model_class):
+    """SB3's lines of ``test_set_env`` for ``load(..., force_reset=False)``, kept as SB3 writes them."""
+    env = DummyVecEnv([lambda: select_env(model_class)])
+    model = model_class("MlpPolicy", env, policy_kwargs=dict(net_arch=[16]), **SMALL)
+    model.learn(total_timesteps=64)
+    model.save(tmp_path / "test_save.zip")
+    model = model_class.load(tmp_path / "test_save.zip", env=model.get_env(), force_reset=False)
+    assert model._last_obs is not None
+
+
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 def test_save_load_env_cnn(tmp_path, model_class):
     """
     Test loading with an env that requires a ``CnnPolicy``.
     This is to test wrapping and observation space check.
     """
-    # ACER: discrete actions (SB3 runs this case with A2C and TD3 on continuous ones).
-    env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=True)
+    env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=False)
     kwargs = dict(policy_kwargs=dict(net_arch=[32]), **SMALL)
 
     model = model_class("CnnPolicy", env, **kwargs).learn(100)
@@ -348,6 +379,26 @@ def test_save_load_replay_buffer(tmp_path, model_class):
     model.learn(50)
 
 
+@deliberate(
+    "ACER's replay memory holds whole segments with the behaviour policy's probabilities (terminated and "
+    "truncated, no dones/timeouts, no extend, no device), NumPy only, saved without pickles",
+    raises=AttributeError,
+)
+@pytest.mark.parametrize("model_class", MODEL_LIST)
+def test_save_load_replay_buffer_sb3_api(tmp_path, model_class):
+    """SB3's lines of ``test_save_load_replay_buffer`` for SB3's buffer API, kept as SB3 writes them."""
+    path = pathlib.Path(tmp_path / "logs/replay_buffer.pkl")
+    path.parent.mkdir(exist_ok=True, parents=True)
+    model = model_class("MlpPolicy", select_env(model_class), policy_kwargs=dict(net_arch=[16]), **SMALL)
+    model.learn(32)
+    old_replay_buffer = deepcopy(model.replay_buffer)
+    model.save_replay_buffer(path)
+    model.load_replay_buffer(path)
+    assert model.replay_buffer.device.type == model.device.type
+    assert np.allclose(old_replay_buffer.dones, model.replay_buffer.dones)
+    assert np.allclose(old_replay_buffer.timeouts, model.replay_buffer.timeouts)
+
+
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 @pytest.mark.parametrize("policy_str", ["MlpPolicy", "CnnPolicy"])
 def test_save_load_policy(tmp_path, model_class, policy_str):
@@ -373,7 +424,8 @@ def test_save_load_policy(tmp_path, model_class, policy_str):
             policy_kwargs=dict(features_extractor_kwargs=dict(features_dim=16)),
             n_steps=8,
         )
-        env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=True)
+        # ACER, as A2C: continuous actions (SB3: discrete for DQN only).
+        env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=2, discrete=False)
 
     env = DummyVecEnv([lambda: env])
 
@@ -466,10 +518,9 @@ def test_no_resource_warning(tmp_path):
         assert not fp.closed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deliberate: a model file holds data only, no pickled code, so a callable learning rate is "
-    "saved as its current value (pass the callable again to ACER.load, as SB3 users do with custom_objects)",
+@deliberate(
+    "a model file holds data only, no pickled code, so a callable learning rate is "
+    "saved as its current value (pass the callable again to ACER.load, as SB3 users do with custom_objects)"
 )
 def test_cast_lr_schedule(tmp_path):
     # See GH#1900
@@ -497,10 +548,9 @@ def test_save_load_net_arch_none(tmp_path):
     os.remove(tmp_path / "acer.zip")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deliberate: a model file holds data only, no pickled code, so a lambda learning rate comes "
-    "back as the constant it had when saved, not as the lambda",
+@deliberate(
+    "a model file holds data only, no pickled code, so a lambda learning rate comes "
+    "back as the constant it had when saved, not as the lambda"
 )
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 def test_save_load_backward_compatible(tmp_path, model_class):

@@ -16,7 +16,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from sb3_acer import ACER
 
-from .common import SMALL
+from .common import SMALL, deliberate
 
 MODEL_LIST = [ACER]
 
@@ -110,6 +110,18 @@ def test_a2c_ppo_collect_rollouts_with_batch_norm(model_class, env_id):
 
     assert th.isclose(bias_before, bias_after).all()
     assert th.isclose(running_mean_before, running_mean_after).all()
+
+
+@deliberate(
+    "ACER collects one segment at a time into its replay memory; it has no rollout buffer and no "
+    "collect_rollouts (SB3's on-policy loop)",
+    raises=AttributeError,
+)
+def test_collect_rollouts_sb3():
+    """SB3's call of ``collect_rollouts``, as SB3 writes it in its batch-norm rollout test."""
+    model = ACER("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[16]), seed=1, **SMALL)
+    _total_timesteps, callback = model._setup_learn(total_timesteps=2 * 8)
+    model.collect_rollouts(model.get_env(), callback, model.rollout_buffer, n_rollout_steps=8)
 
 
 @pytest.mark.parametrize("model_class", MODEL_LIST)

@@ -1,8 +1,8 @@
 """Evaluating a model or its policy, adapted from stable-baselines3 tests/test_utils.py (MIT, Copyright (c)
 2019 Antonin Raffin): the cases of ``evaluate_policy`` on an algorithm, with ACER as the only algorithm.
 
-ACER acts in ``Discrete`` spaces, so where SB3 evaluates on ``Pendulum-v1`` (200 steps per episode, a
-reward that cannot reach 0) ACER is evaluated on ``MountainCar-v0``, which has both. Left out: the cases of
+ACER takes every action space A2C takes, so it is evaluated where SB3 evaluates A2C: on ``Pendulum-v1``
+(200 steps per episode, a reward that cannot reach 0) and ``CartPole-v1``. Left out: the cases of
 SB3's helpers alone, and the monitor case, which changes NumPy's global error state.
 """
 
@@ -14,7 +14,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_acer import ACER
 
-ENV_ID = "MountainCar-v0"
+ENV_ID = "Pendulum-v1"
 
 
 @pytest.mark.parametrize("direct_policy", [False, True])
@@ -48,7 +48,7 @@ def test_evaluate_policy(direct_policy):
     assert n_steps == n_steps_per_episode * n_eval_episodes
     assert n_steps == policy.n_callback_calls  # type: ignore[attr-defined]
 
-    # Reaching a mean reward of zero is impossible with the MountainCar env (-1 a step)
+    # Reaching a mean reward of zero is impossible with the Pendulum env
     with pytest.raises(AssertionError):
         evaluate_policy(policy, model.get_env(), n_eval_episodes, reward_threshold=0.0)  # type: ignore[arg-type]
 
