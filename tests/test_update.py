@@ -1,6 +1,6 @@
 """One update through the model (``sb3_acer.common.update``): the rollout marks truncation apart from
-termination, the Retrace targets bootstrap on the one and cut on the other, ``retrace_lambda`` enters the targets, and
-``q_lr_ratio`` scales the critic's own step only."""
+termination, the Retrace targets bootstrap on the one and cut on the other, ``retrace_lambda`` enters the
+targets, and ``q_lr_ratio`` scales the critic's own step only."""
 
 from __future__ import annotations
 
