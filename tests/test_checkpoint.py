@@ -428,6 +428,18 @@ def _rewrite(source: pathlib.Path, target: pathlib.Path, name: str, content: byt
             archive.writestr(entry, data)
 
 
+def test_an_integer_json_cannot_convert_is_a_replay_buffer_file_error(
+    trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A 5000-digit integer in ``replay_buffer.json`` (Python's int-string limit raises ValueError) is the
+    file's error, as in a model file's ``data`` (it escaped as a plain ValueError)."""
+    _, path = trained
+    target = tmp_path / "digits.pkl"
+    _rewrite(path, target, "replay_buffer.json", b'{"format": 1' + b"0" * 5000 + b"}")
+    with pytest.raises(ReplayBufferFileError, match=r"replay_buffer\.json is corrupt: Exceeds the limit"):
+        load_buffer(target)
+
+
 def _header(source: pathlib.Path) -> dict[str, Any]:
     with zipfile.ZipFile(source) as archive:
         return json.loads(archive.read("replay_buffer.json"))

@@ -68,6 +68,7 @@ __all__ = [
     "open_entry",
     "open_zip",
     "read_entry",
+    "read_json_entry",
     "read_model_data",
     "read_model_file",
     "read_model_tensors",
@@ -417,18 +418,34 @@ def read_entry(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, limit: int
     return b"".join(chunks)
 
 
+def read_json_entry(
+    archive: zipfile.ZipFile,
+    entry: str,
+    source: Any,
+    what: str,
+    error: type[ModelFileError] = ModelFileError,
+) -> Any:
+    """The JSON of ``entry``, read up to :data:`MAX_JSON_BYTES`.
+
+    Raises:
+        error: the entry is larger than that (then it is not ``what``), or not JSON (also an integer of more
+            digits than Python converts, or nesting deeper than it parses).
+    """
+    try:
+        return json.loads(read_entry(archive, entry, MAX_JSON_BYTES))
+    except EntryTooLargeError as too_large:
+        raise error(f"{source}: {too_large}: {entry} is not {what}") from too_large
+    except (ValueError, RecursionError) as corrupt:  # ValueError: JSON's, and an integer of 5000 digits
+        raise error(f"{source}: {entry} is corrupt: {corrupt}") from corrupt
+
+
 def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: str) -> dict[str, Any]:
     """The checked JSON of the ``data`` entry (``data.json`` in format 1), at most :data:`MAX_JSON_BYTES`."""
     names = archive.namelist()
     entry = DATA_ENTRY if DATA_ENTRY in names else FORMAT_1_DATA_ENTRY
     if entry not in names:
         raise ModelFileError(f"{path_or_file} is not an sb3-acer model file (no {DATA_ENTRY})")
-    try:
-        data = json.loads(read_entry(archive, entry, MAX_JSON_BYTES))
-    except EntryTooLargeError as error:
-        raise ModelFileError(f"{path_or_file}: {error}: {entry} is not model data") from error
-    except (ValueError, RecursionError) as error:  # ValueError: also JSON's, and an integer of 5000 digits
-        raise ModelFileError(f"{path_or_file}: {entry} is corrupt: {error}") from error
+    data = read_json_entry(archive, entry, path_or_file, "model data")
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise ModelFileError(
             f"{path_or_file} is not an sb3-acer model file "

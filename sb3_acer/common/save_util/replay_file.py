@@ -47,13 +47,12 @@ import numpy as np
 from sb3_acer.common.buffers import BUFFER_CLASSES, ReplayBuffer
 from sb3_acer.common.observations import dtype_from_json, dtype_to_json
 from sb3_acer.common.save_util.model_file import (
-    MAX_JSON_BYTES,
     EntryTooLargeError,
     ModelFileError,
     PathOrFile,
     open_entry,
     open_zip,
-    read_entry,
+    read_json_entry,
     write_atomically,
 )
 from sb3_acer.common.save_util.rng_state import jsonable
@@ -279,12 +278,7 @@ def _read_header(archive: zipfile.ZipFile, source: Any) -> dict[str, Any]:
             else "not a replay buffer file"
         )
         raise ReplayBufferFileError(f"{source} is {what} (no {BUFFER_ENTRY})")
-    try:
-        header = json.loads(read_entry(archive, BUFFER_ENTRY, MAX_JSON_BYTES))
-    except EntryTooLargeError as error:
-        raise ReplayBufferFileError(f"{source}: {error}: {BUFFER_ENTRY} is not a replay buffer's") from error
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise ReplayBufferFileError(f"{source}: {BUFFER_ENTRY} is corrupt: {error}") from error
+    header = read_json_entry(archive, BUFFER_ENTRY, source, "a replay buffer's", ReplayBufferFileError)
     if not isinstance(header, dict) or header.get("format") != BUFFER_FORMAT_NAME:
         raise ReplayBufferFileError(f"{source} is not an sb3-acer replay buffer file")
     version = header.get("format_version")
