@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 import torch as th
 from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
+from hostile import MarkerPayload
 from reliability_worker import IDENTITY, identity_env
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import CheckpointCallback
@@ -546,26 +547,16 @@ def test_other_files_are_not_replay_buffer_files(tmp_path: pathlib.Path) -> None
         load_buffer(tmp_path / "other.zip")
 
 
-class _Payload:
-    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
-        return open, (str(self.marker), "w")
-
-
 def test_pickle_payload_in_a_replay_buffer_file_is_not_executed(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
     marker = tmp_path / "pwned"
     stream = io.BytesIO()
-    np.save(stream, np.array([_Payload(marker)], dtype=object), allow_pickle=True)
+    np.save(stream, np.array([MarkerPayload(marker)], dtype=object), allow_pickle=True)
     # The payload is live: an unrestricted np.load runs it.
     stream.seek(0)
-    np.load(stream, allow_pickle=True)[0].close()
+    np.load(stream, allow_pickle=True)
     assert marker.exists()
     marker.unlink()
 
@@ -576,7 +567,7 @@ def test_pickle_payload_in_a_replay_buffer_file_is_not_executed(
         ):
             load_buffer(tmp_path / "evil.pkl")
         assert not marker.exists()
-    _rewrite(path, tmp_path / "evil.pkl", "replay_buffer.json", pickle.dumps(_Payload(marker)))
+    _rewrite(path, tmp_path / "evil.pkl", "replay_buffer.json", pickle.dumps(MarkerPayload(marker)))
     with pytest.raises(ReplayBufferFileError, match=r"replay_buffer\.json is corrupt"):
         load_buffer(tmp_path / "evil.pkl")
     assert not marker.exists()

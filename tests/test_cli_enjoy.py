@@ -22,6 +22,7 @@ from cli_helpers import (
 )
 from file_bombs import ALLOWED_MB, BOMB_BYTES, peak_increases, rewrite_padded
 from gymnasium import spaces
+from hostile import MarkerPayload
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -371,16 +372,6 @@ def test_enjoy_reports_damaged_files_beside_the_model_in_one_line(
         assert_one_line_error(code, err, 2, f"argument --device: unusable torch device '{device}'")
 
 
-class _Payload:
-    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
-        return open, (str(self.marker), "w")
-
-
 def test_enjoy_names_a_missing_statistics_field_and_refuses_sb3_pickled_statistics(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
@@ -401,7 +392,7 @@ def test_enjoy_names_a_missing_statistics_field_and_refuses_sb3_pickled_statisti
     sb3_statistics = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
     sb3_statistics.save(str(statistics))  # SB3's own file: a pickle
     marker = tmp_path / "pwned"
-    for content in (statistics.read_bytes(), pickle.dumps(_Payload(marker))):
+    for content in (statistics.read_bytes(), pickle.dumps(MarkerPayload(marker))):
         statistics.write_bytes(content)
         code, _, err = run(capsys, "enjoy", str(model))
         assert_one_line_error(
@@ -626,7 +617,7 @@ def test_convert_stats_refuses_what_is_not_pickled_statistics_before_writing(
         assert_one_line_error(code, err, 1, f"cannot convert {source}: {reason}")
     marker = tmp_path / "pwned"
     bomb = tmp_path / "large.pkl"
-    bomb.write_bytes(pickle.dumps([_Payload(marker), b"x" * 2000]))
+    bomb.write_bytes(pickle.dumps([MarkerPayload(marker), b"x" * 2000]))
     monkeypatch.setattr(normalization, "MAX_PICKLE_BYTES", 1000)
     code, _, err = run(capsys, "convert-stats", str(bomb), str(out_file))
     assert_one_line_error(

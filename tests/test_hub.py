@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import yaml
+from hostile import MarkerPayload
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -257,16 +258,6 @@ def test_push_without_imageio_ffmpeg_is_one_line_and_uploads_nothing(
     assert not (offline_hub / REPO_ID).exists()
 
 
-class _Payload:
-    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[object, tuple[()]]:
-        return self.marker.touch, ()
-
-
 def _metrics(repo: pathlib.Path, members: dict[str, bytes]) -> None:
     with zipfile.ZipFile(repo / "train_eval_metrics.zip", "w") as archive:
         for name, data in members.items():
@@ -289,7 +280,7 @@ HOSTILE_REPOS = {
         r"env_kwargs\.yml, line 1: refusing the YAML tag !!python/object/apply:os\.system, ",
     ),
     "vec_normalize.pkl": (
-        lambda repo: (repo / "vec_normalize.pkl").write_bytes(pickle.dumps(_Payload(repo / "MARKER"))),
+        lambda repo: (repo / "vec_normalize.pkl").write_bytes(pickle.dumps(MarkerPayload(repo / "MARKER"))),
         r"vec_normalize\.pkl holds pickled VecNormalize statistics, and unpickling a file can run any code; "
         r"refusing it; ",
     ),

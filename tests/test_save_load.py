@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch as th
 from file_bombs import ALLOWED_MB, BOMB_BYTES, declare_size, peak_increases, rewrite_padded
+from hostile import MarkerPayload
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
@@ -493,24 +494,14 @@ def test_missing_data_entry_raises(trained: tuple[ACER, pathlib.Path], tmp_path:
 # ------------------------------------------------------------------------------------------ files are data
 
 
-class _Payload:
-    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
-        return open, (str(self.marker), "w")
-
-
 def test_pickle_payload_in_tensor_entry_is_not_executed(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
     payload = io.BytesIO()
-    th.save({"action_net.weight": _Payload(tmp_path / "pwned_by_load")}, payload)
+    th.save({"action_net.weight": MarkerPayload(tmp_path / "pwned_by_load")}, payload)
     # The payload is live: an unrestricted torch.load runs it.
-    th.load(io.BytesIO(payload.getvalue()), weights_only=False)["action_net.weight"].close()
+    th.load(io.BytesIO(payload.getvalue()), weights_only=False)
     assert (tmp_path / "pwned_by_load").exists()
     (tmp_path / "pwned_by_load").unlink()
 
@@ -528,7 +519,9 @@ def test_plain_pickle_in_tensor_entry_is_not_executed(
     trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     _, path = trained
-    rewrite_entry(path, tmp_path / "evil.zip", "optimizer.pth", pickle.dumps(_Payload(tmp_path / "pwned")))
+    rewrite_entry(
+        path, tmp_path / "evil.zip", "optimizer.pth", pickle.dumps(MarkerPayload(tmp_path / "pwned"))
+    )
     with pytest.raises(ModelFileError, match=r"optimizer\.pth"):
         ACER.load(tmp_path / "evil.zip")
     assert not (tmp_path / "pwned").exists()

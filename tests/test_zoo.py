@@ -24,6 +24,7 @@ pytest.importorskip("rl_zoo3")
 optuna = pytest.importorskip("optuna")
 
 import yaml  # noqa: E402
+from hostile import MarkerPayload  # noqa: E402
 
 from sb3_acer import ACER  # noqa: E402
 from sb3_acer.presets import load_preset  # noqa: E402
@@ -305,16 +306,6 @@ def refused(argv: list[str]) -> str:
     return message
 
 
-class _Payload:
-    """Unpickling this creates ``marker`` (a stand-in for arbitrary code)."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[()]]:
-        return self.marker.touch, ()
-
-
 def _honest_config(settings: pathlib.Path, **changes: Any) -> str:
     """The zoo's own config.yml with ``changes``, as the zoo writes it (an OrderedDict)."""
     config = dict(yaml.load((settings / "config.yml").read_text(), Loader=yaml.UnsafeLoader))
@@ -351,7 +342,7 @@ def _name_tag(settings: pathlib.Path) -> None:
 
 def _pickle(settings: pathlib.Path) -> None:
     (settings / "config.yml").write_text(_honest_config(settings, normalize=True))
-    (settings / "vecnormalize.pkl").write_bytes(pickle.dumps(_Payload(settings.parents[3] / "MARKER")))
+    (settings / "vecnormalize.pkl").write_bytes(pickle.dumps(MarkerPayload(settings.parents[3] / "MARKER")))
 
 
 def _zoo_reads(settings: pathlib.Path) -> None:
