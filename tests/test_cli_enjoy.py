@@ -628,3 +628,15 @@ def test_convert_stats_refuses_what_is_not_pickled_statistics_before_writing(
         "(at most 1000)",
     )
     assert not marker.exists() and not out_file.exists()
+    monkeypatch.setattr(normalization, "MAX_PICKLE_BYTES", 256 * 2**20)
+    payload = tmp_path / "payload.pkl"
+    payload.write_bytes(pickle.dumps(MarkerPayload(marker)))  # small, so its size does not refuse it
+    code, _, err = run(capsys, "convert-stats", str(payload), str(out_file))
+    assert_one_line_error(
+        code,
+        err,
+        1,
+        f"cannot convert {payload}: cannot be unpickled as VecNormalize statistics: UnpicklingError: "
+        "it names builtins.getattr, which VecNormalize statistics never hold (refused, nothing run)",
+    )
+    assert not marker.exists() and not out_file.exists()

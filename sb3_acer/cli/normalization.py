@@ -18,6 +18,7 @@ from Python can be played by ``sb3-acer enjoy --norm-stats``.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import pathlib
@@ -241,10 +242,72 @@ def _is_pickle(path: pathlib.Path) -> bool:
         return handle.read(len(PICKLE_START)) == PICKLE_START
 
 
+#: The globals a pickle of ``VecNormalize.save()`` names (SB3's classes, numpy's array and generator
+#: constructors, Gymnasium's spaces): the only ones :func:`read_sb3_normalization` lets the unpickler look up,
+#: so a pickle naming any other (``os.system``, a module of its own) is refused before it runs.
+SB3_STATISTICS_GLOBALS = frozenset(
+    {
+        ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
+        ("stable_baselines3.common.running_mean_std", "RunningMeanStd"),
+        *(
+            (module, name)
+            for module in ("numpy", "numpy.core", "numpy._core")
+            for name in ("dtype", "ndarray")
+        ),
+        *(
+            (f"numpy.{core}.multiarray", name)
+            for core in ("core", "_core")
+            for name in ("_reconstruct", "scalar")
+        ),
+        *(
+            ("numpy.random._pickle", name)
+            for name in ("__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor")
+        ),
+        *(
+            (f"numpy.random._{module}", name)
+            for module, name in (
+                ("pcg64", "PCG64"),
+                ("pcg64", "PCG64DXSM"),
+                ("mt19937", "MT19937"),
+                ("philox", "Philox"),
+                ("sfc64", "SFC64"),
+                ("generator", "Generator"),
+            )
+        ),
+        ("numpy.random.bit_generator", "SeedSequence"),
+        ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+        *(
+            (f"gymnasium.spaces.{module}", name)
+            for module, name in (
+                ("box", "Box"),
+                ("discrete", "Discrete"),
+                ("multi_discrete", "MultiDiscrete"),
+                ("multi_binary", "MultiBinary"),
+                ("dict", "Dict"),
+            )
+        ),
+        ("collections", "OrderedDict"),
+    }
+)
+
+
+class _StatisticsUnpickler(pickle.Unpickler):
+    """Unpickles only what :data:`SB3_STATISTICS_GLOBALS` names."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in SB3_STATISTICS_GLOBALS:
+            raise pickle.UnpicklingError(
+                f"it names {module}.{name}, which VecNormalize statistics never hold (refused, nothing run)"
+            )
+        return super().find_class(module, name)
+
+
 def read_sb3_normalization(path: str | os.PathLike[str]) -> VecNormalize:
     """The ``VecNormalize`` that Stable-Baselines3's ``VecNormalize.save()`` pickled to ``path`` (no venv
-    set), with finite statistics. **This unpickles the file, which can run any code: only for a file you
-    trust.** Its size is checked first (at most :data:`MAX_PICKLE_BYTES`).
+    set), with finite statistics. Its size is checked first (at most :data:`MAX_PICKLE_BYTES`), and the
+    unpickler looks up only the classes such a pickle names (:data:`SB3_STATISTICS_GLOBALS`): a pickle naming
+    anything else is refused before it runs. Unpickling is still more than reading data (those classes' own
+    code runs on the file's values): read only a file you trust.
 
     Raises:
         StatisticsFileError: the file is larger than statistics are, cannot be unpickled, holds something
@@ -261,7 +324,7 @@ def read_sb3_normalization(path: str | os.PathLike[str]) -> VecNormalize:
     if len(raw) > MAX_PICKLE_BYTES:  # grew while it was read
         raise StatisticsFileError(f"more than {MAX_PICKLE_BYTES} bytes, more than pickled statistics hold")
     try:
-        statistics = pickle.loads(raw)  # trusted by the caller
+        statistics = _StatisticsUnpickler(io.BytesIO(raw)).load()  # trusted by the caller, and restricted
     except Exception as error:  # a damaged or foreign pickle fails in any way
         raise StatisticsFileError(
             f"cannot be unpickled as VecNormalize statistics: {type(error).__name__}: {error}"
