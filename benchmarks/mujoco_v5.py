@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import statistics
 import sys
 import time
@@ -134,14 +135,17 @@ PPO_ZOO: dict[str, dict[str, Any]] = {
     "Ant-v5": dict(),  # Ant-v4: &mujoco-defaults
 }
 
-# rl-baselines3-zoo benchmark.md (github.com/DLR-RM/rl-baselines3-zoo, commit 0088472b): (mean, std) of the
-# deterministic evaluation of one agent trained for 1M steps on the -v3 task; InvertedPendulum is not there.
+# rl-baselines3-zoo benchmark.md (github.com/DLR-RM/rl-baselines3-zoo, commit 0088472b), as
+# results/anchors.json holds it: (mean, std) of the deterministic evaluation of one agent trained for 1M steps
+# on the -v3 task; InvertedPendulum is not there.
+ANCHORS = Path(__file__).resolve().parent / "results" / "anchors.json"
+_ZOO = json.loads(ANCHORS.read_text())["sb3_zoo_mujoco"]
 ZOO_OFF_POLICY: dict[str, dict[str, tuple[float, float] | None]] = {
-    "InvertedPendulum-v5": {"SAC": None, "TD3": None},
-    "Hopper-v5": {"SAC": (2325.547, 1129.676), "TD3": (3606.390, 4.027)},
-    "HalfCheetah-v5": {"SAC": (9535.451, 100.470), "TD3": (9655.666, 969.916)},
-    "Walker2d-v5": {"SAC": (3863.203, 254.347), "TD3": (4717.823, 46.303)},
-    "Ant-v5": {"SAC": (4615.791, 1354.111), "TD3": (5813.274, 589.773)},
+    env_id: {
+        algo: tuple(_ZOO["scores"][env_id][algo]) if env_id in _ZOO["scores"] else None  # type: ignore[misc]
+        for algo in ("SAC", "TD3")
+    }
+    for env_id in MUJOCO_ENVS
 }
 ZOO_OFF_POLICY_VERSION = "-v3 (mujoco-py), rl-baselines3-zoo benchmark.md, 1M steps, one agent"
 

@@ -15,52 +15,37 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import ast
-import json
 import pathlib
 import re
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from benchmarks import peers
 from benchmarks.common import markdown_table as table
 from benchmarks.common import mean_std as pm
+from benchmarks.peers import published_cell
+from benchmarks.records import (
+    ALGORITHMS,
+    ROOT,
+    SB2_FILES,
+    ZOO_ID,
+    by_env,
+    column,
+    load,
+    middle,
+    minatar_groups,
+    mujoco_groups,
+    steps,
+    thresholds,
+    zoo_mujoco,
+)
+from benchmarks.summary import checks_sentence, headline_sentence, summary, summary_figure
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 #: ``<!-- table: NAME -->``, the generated text, ``<!-- /table -->``.
 MARKED = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
 CLASSIC = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
-SB2_FILES = {
-    "CartPole-v1": "sb2_reference_cartpole.json",
-    "Acrobot-v1": "sb2_reference_acrobot.json",
-    "MountainCar-v0": "sb2_reference_mountaincar.json",
-    "LunarLander-v3": "sb2_reference_lunarlander.json",
-}
-#: The SB2 zoo's env id for ours (its LunarLander was v2).
-ZOO_ID = {"LunarLander-v3": "LunarLander-v2"}
-
-
-def load(name: str) -> Any:
-    """One record of ``benchmarks/results``."""
-    return json.loads((RESULTS / name).read_text())
-
-
-def steps(n: float) -> str:
-    """A step count as ``40k`` or ``1M``."""
-    return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k"
-
-
-def by_env(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        grouped.setdefault(record["env_id"], []).append(record)
-    return grouped
-
-
-def column(records: list[dict[str, Any]], key: str) -> list[float]:
-    return [record[key] for record in records]
 
 
 def zoo_score(env_id: str) -> str:
@@ -151,28 +136,10 @@ def lunarlander_sentence() -> str:
     )
 
 
-def middle(values: Sequence[float | None]) -> float | None:
-    """The median (the upper one of an even count), an unsolved seed (``None``) counting as never reaching
-    the threshold: ``None`` if that is the median."""
-    return sorted(values, key=lambda v: float("inf") if v is None else v)[len(values) // 2]
-
-
 def median_or_never(values: Sequence[float | None]) -> str:
     """The median of :func:`middle`, as a step count or ``never``."""
     median = middle(values)
     return "never" if median is None else f"{median:,.0f}"
-
-
-def thresholds() -> dict[str, float]:
-    """``THRESHOLDS`` of ``benchmarks/classic_control.py``, read without importing it (it needs torch)."""
-    tree = ast.parse((ROOT / "benchmarks" / "classic_control.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "THRESHOLDS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise LookupError("benchmarks/classic_control.py defines no THRESHOLDS")
-
-
-ALGORITHMS = ("ACER", "PPO", "A2C", "SAC")
 
 
 def threshold_rows(
@@ -389,38 +356,14 @@ def fallback_defaults() -> str:
     return table(header, rows, "llrrrr")
 
 
-MINATAR_ALGORITHMS = ("ACER", "PPO", "A2C", "DQN")
-
-
-MUJOCO_ALGORITHMS = ("ACER", "PPO")
-
-
-def groups(
-    records: list[dict[str, Any]], algorithms: Sequence[str]
-) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """The runs of ``records`` by env id, then by algorithm (in ``algorithms``' order)."""
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for env_id, runs in by_env(records).items():
-        grouped[env_id] = {
-            algo: [run for run in runs if run["algo"] == algo]
-            for algo in algorithms
-            if any(run["algo"] == algo for run in runs)
-        }
-    return grouped
-
-
-def minatar_groups() -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """The 1M-step MinAtar runs by env id, then by algorithm (in MINATAR_ALGORITHMS' order)."""
-    return groups(load("minatar_1m.json")["results"], MINATAR_ALGORITHMS)
-
-
 def mujoco() -> str:
-    """ACER and PPO on MuJoCo at 1M steps (the deterministic evaluation, the final training return, steps/s
-    as a ratio to PPO's), and the zoo's SAC and TD3 figures."""
-    record = load("mujoco_1m.json")
-    zoo = record["meta"]["zoo_off_policy"]
+    """ACER and PPO on MuJoCo at 1M steps (the deterministic evaluation beside the zoo's published agent of
+    the same algorithm, the final training return, steps/s as a ratio to PPO's), and the zoo's SAC and TD3
+    agents, which were not run here."""
+    zoo = zoo_mujoco()
     rows = []
-    for env_id, by_algo in groups(record["results"], MUJOCO_ALGORITHMS).items():
+    for env_id, by_algo in mujoco_groups().items():
+        published = zoo["scores"].get(env_id, {})
         ppo_speed = (
             statistics.median(column(by_algo["PPO"], "steps_per_second")) if "PPO" in by_algo else None
         )
@@ -428,12 +371,58 @@ def mujoco() -> str:
             speed = statistics.median(column(runs, "steps_per_second"))
             ratio = "—" if ppo_speed is None else f"{speed / ppo_speed:.2f}"
             evaluation = pm(column(runs, "final_eval_mean"))
-            rows.append([env_id, algo, len(runs), evaluation, pm(column(runs, "final_train_return")), ratio])
-        for algo, figure in zoo["figures"][env_id].items():
-            if figure is not None:
-                rows.append([env_id, f"{algo} (zoo, -v3)", 1, f"{figure[0]:.1f} ± {figure[1]:.1f}", "—", "—"])
-    header = ["env", "algorithm", "seeds", "deterministic evaluation", "final return", "env steps/s / PPO's"]
-    return table(header, rows, "llrrrr")
+            mine = [len(runs), evaluation, published_cell(published.get(algo))]
+            rows.append([env_id, algo, *mine, pm(column(runs, "final_train_return")), ratio])
+        for algo, figure in published.items():
+            if algo not in by_algo:
+                rows.append([env_id, f"{algo} (not run here)", "—", "—", published_cell(figure), "—", "—"])
+    header = [
+        "env",
+        "algorithm",
+        "seeds",
+        "deterministic evaluation",
+        f"zoo's published agent ({zoo['version']})",
+        "final return",
+        "env steps/s / PPO's",
+    ]
+    return table(header, rows, "llrrrrr")
+
+
+def mujoco_published() -> str:
+    """Where our run of a peer scores below its published agent, and why as far as the records tell."""
+    zoo = zoo_mujoco()
+    lines = peers.shortfalls(mujoco_groups(), zoo, "final_eval_mean")
+    return f"{zoo['note']} Source: {zoo['source']}.\n\n" + "".join(lines)
+
+
+def minatar_published() -> str:
+    """Why the MinAtar table has no published figure beside its peers."""
+    published = load("anchors.json")["minatar_published"]
+    return f"{published['note']} Source: {published['source']}.\n"
+
+
+def mujoco_wallclock() -> str:
+    meta = load("mujoco_1m.json")["meta"]
+    grouped = mujoco_groups()
+    return peers.wallclock_table(grouped, meta) + "\n" + peers.wallclock_line("MuJoCo", grouped, "tasks")
+
+
+def minatar_wallclock() -> str:
+    meta = load("minatar_1m.json")["meta"]
+    grouped = minatar_groups()
+    return peers.wallclock_table(grouped, meta) + "\n" + peers.wallclock_line("MinAtar", grouped, "games")
+
+
+def mujoco_seeds() -> str:
+    grouped = mujoco_groups()
+    line = peers.family_seed_line("MuJoCo", grouped, "final_eval_mean", "deterministic evaluation")
+    return peers.seed_table(grouped, "final_eval_mean") + "\n" + line
+
+
+def minatar_seeds() -> str:
+    grouped = minatar_groups()
+    line = peers.family_seed_line("MinAtar", grouped, "final_train_return", "final return")
+    return peers.seed_table(grouped, "final_train_return", digits=2) + "\n" + line
 
 
 def minatar() -> str:
@@ -457,150 +446,6 @@ def minatar() -> str:
     return table(header, rows, "llrrrr")
 
 
-# ---------------------------------------------------------------------------------------------- summary
-
-
-class Comparison(NamedTuple):
-    """One row of the summary: ACER's figure on one env beside the best of the peers measured with it."""
-
-    family: str
-    env: str
-    measure: str
-    acer: float
-    peer: str
-    peer_value: float
-    lower_is_better: bool = False
-    digits: int = 1
-
-    @property
-    def acer_leads(self) -> bool:
-        return self.acer < self.peer_value if self.lower_is_better else self.acer > self.peer_value
-
-
-def best(candidates: dict[str, float], lower_is_better: bool = False) -> tuple[str, float]:
-    """The peer with the best figure (the first of equals)."""
-    pick = min if lower_is_better else max
-    name = pick(candidates, key=lambda peer: candidates[peer])
-    return name, candidates[name]
-
-
-def mean_of(runs: list[dict[str, Any]], key: str) -> float:
-    return statistics.fmean(column(runs, key))
-
-
-def threshold_comparisons(name: str) -> list[Comparison]:
-    """Median steps to the threshold on a ``classic_control.py`` record (a seed that never reaches it
-    counts as the budget)."""
-    rows = []
-    for env_id, runs in by_env(load(name)["results"]).items():
-        medians = {}
-        for algo in ALGORITHMS:
-            mine = [run for run in runs if run["algo"] == algo]
-            if mine:
-                reached = middle(column(mine, "steps_to_threshold"))
-                medians[algo] = float(mine[0]["n_timesteps"] if reached is None else reached)
-        acer = medians.pop("ACER")
-        peer, value = best(medians, lower_is_better=True)
-        measure = f"median steps to {thresholds()[env_id]:g}"
-        rows.append(Comparison("Classic control", env_id, measure, acer, peer, value, True, 0))
-    return rows
-
-
-def anchor_comparison(family: str, record: str) -> list[Comparison]:
-    """A ``presets.py`` record's sampled-action evaluation beside the SB2 zoo's agent and SB2's own ACER."""
-    rows = []
-    for env_id, runs in by_env(load(record)["results"]).items():
-        peers = {"SB2's own ACER": mean_of(load(SB2_FILES[env_id])["results"], "eval_stochastic_mean")}
-        zoo = load("anchors.json")["sb2_zoo_acer"]["scores"][ZOO_ID.get(env_id, env_id)][0]
-        if zoo is not None:
-            peers["SB2 zoo's agent"] = zoo
-        peer, value = best(peers)
-        acer = mean_of(runs, "eval_stochastic_mean")
-        rows.append(Comparison(family, env_id, "evaluation, sampled actions", acer, peer, value))
-    return rows
-
-
-def peer_comparisons(
-    family: str, grouped: dict[str, dict[str, list[dict[str, Any]]]], key: str, measure: str
-) -> list[Comparison]:
-    """ACER's mean ``key`` on each env of ``grouped`` beside the best of the other algorithms' means."""
-    rows = []
-    for env_id, by_algo in grouped.items():
-        means = {algo: mean_of(runs, key) for algo, runs in by_algo.items()}
-        acer = means.pop("ACER")
-        rows.append(Comparison(family, env_id, measure, acer, *best(means)))
-    return rows
-
-
-def atari_comparison() -> Comparison:
-    """Pong's env steps/s with each library's ``run_atari`` set-up, sb3-acer against SB2's ACER."""
-    sb2 = load("sb2_atari_speed_sb2.json")["steps_per_second"]
-    ours = load("sb2_atari_speed_sb3acer_ale_vector.json")["steps_per_second"]
-    return Comparison("Atari", "Pong", "env steps/s, same CPU", ours, "SB2's own ACER", sb2, digits=0)
-
-
-def comparisons() -> list[Comparison]:
-    """Every family of environments against its best peer, as the summary shows them."""
-    pendulum = groups(load("classic_control_pendulum.json")["results"], ALGORITHMS)
-    return [
-        *threshold_comparisons("classic_control_cartpole_fresh_seeds.json"),
-        *threshold_comparisons("classic_control_acrobot_fresh_seeds.json"),
-        *anchor_comparison("Classic control", "presets_mountaincar_fresh_seeds.json"),
-        *anchor_comparison("Box2D", "presets_lunarlander.json"),
-        *peer_comparisons("Continuous control", pendulum, "final_eval_mean", "greedy evaluation"),
-        *peer_comparisons(
-            "MuJoCo",
-            groups(load("mujoco_1m.json")["results"], MUJOCO_ALGORITHMS),
-            "final_eval_mean",
-            "deterministic evaluation, 1M steps",
-        ),
-        *peer_comparisons("MinAtar", minatar_groups(), "final_train_return", "final return, 1M steps"),
-        atari_comparison(),
-    ]
-
-
-def summary() -> str:
-    """The results page's opening table: each env's figure for ACER beside the best peer's."""
-    rows = []
-    for row in comparisons():
-        acer, peer = (f"{value:,.{row.digits}f}" for value in (row.acer, row.peer_value))
-        rows.append(
-            [row.family, row.env, row.measure, f"**{acer}**" if row.acer_leads else acer, row.peer, peer]
-        )
-    header = ["family", "env", "measure", "sb3-acer", "best peer", "its figure"]
-    return table(header, rows, "lllrlr")
-
-
-def headline_sentence() -> str:
-    """The home page's and README's one-sentence result, counted from the summary's rows."""
-    rows = comparisons()
-
-    def leads(family: str) -> str:
-        mine = [row for row in rows if row.family == family]
-        return f"{sum(row.acer_leads for row in mine)} of {len(mine)}"
-
-    cartpole = next(row for row in rows if row.env == "CartPole-v1")
-    return (
-        f"At a million env steps ACER's final return leads the best of SB3's PPO, A2C and DQN on "
-        f"{leads('MinAtar')} MinAtar games, and its evaluation leads SB3's PPO on {leads('MuJoCo')} MuJoCo "
-        f"tasks; on CartPole-v1 it reaches a return of 475 in {cartpole.acer:,.0f} steps (median), "
-        f"{cartpole.peer} in {cartpole.peer_value:,.0f}.\n"
-    )
-
-
-def summary_figure() -> str:
-    """The summary's figure, with its record, the command that made it and the commit."""
-    meta = load("minatar_1m.json")["meta"]
-    return (
-        "![MinAtar SpaceInvaders: ACER, PPO, A2C and DQN](images/minatar_spaceinvaders.png)"
-        '{ width="400" }\n\n'
-        "MinAtar SpaceInvaders, mean training return over the seeds (shaded: ± std): record "
-        "[`minatar_1m.json`](../benchmarks/results/minatar_1m.json), commit "
-        f"`{meta['commit']}`, drawn by `python -m benchmarks.report --plots`; its command is in "
-        "[MinAtar](#minatar-learning-from-pixels-on-a-cpu).\n"
-    )
-
-
 TABLES: dict[str, Callable[[], str]] = {
     "classic-control": classic_control,
     "mountaincar-fresh-seeds": mountaincar_fresh_seeds,
@@ -609,6 +454,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "headline": headline,
     "summary": summary,
     "summary-figure": summary_figure,
+    "summary-checks": checks_sentence,
     "headline-sentence": headline_sentence,
     "against-a2c-ppo": against_a2c_ppo,
     "fresh-seeds": fresh_seeds,
@@ -622,6 +468,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "soak": soak,
     "minatar": minatar,
     "mujoco": mujoco,
+    "mujoco-published": mujoco_published,
+    "minatar-published": minatar_published,
+    "mujoco-wallclock": mujoco_wallclock,
+    "minatar-wallclock": minatar_wallclock,
+    "mujoco-seeds": mujoco_seeds,
+    "minatar-seeds": minatar_seeds,
     "fallback-defaults": fallback_defaults,
 }
 
@@ -636,70 +488,23 @@ def render(text: str) -> str:
     return MARKED.sub(lambda m: m[1] + TABLES[m["name"]]() + m[4], text)
 
 
-def plot_lunarlander(out: pathlib.Path) -> None:
-    """The learning curves (mean ± std over seeds) of the preset and of SB2's own ACER."""
-    import matplotlib
+def draw_plots(folder: pathlib.Path) -> None:
+    """The figures of the results page: LunarLander's curves, and one image per MinAtar game and MuJoCo
+    task (``minatar_<game>.png``, ``mujoco_<task>.png``), each against steps and against seconds."""
+    from benchmarks import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, label in (
-        ("presets_lunarlander.json", "sb3-acer preset (v3)"),
-        (SB2_FILES["LunarLander-v3"], "SB2's ACER, zoo settings (v2)"),
-    ):
-        runs = load(name)["results"]
-        x = np.array([step for step, _ in runs[0]["learning_curve"]])
-        y = np.array([[ret for _, ret in run["learning_curve"]] for run in runs])
-        ax.plot(x, y.mean(0), label=f"{label}, {len(runs)} seeds")
-        ax.fill_between(x, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
+    curves = [
+        ("sb3-acer preset (v3)", load("presets_lunarlander.json")["results"]),
+        ("SB2's ACER, zoo settings (v2)", load(SB2_FILES["LunarLander-v3"])["results"]),
+    ]
     zoo = load("anchors.json")["sb2_zoo_acer"]["scores"]["LunarLander-v2"][0]
-    ax.axhline(zoo, ls="--", c="gray", label="SB2 zoo's one agent (v2)")
-    ax.set(xlabel="environment steps", ylabel="training return (mean of each tenth)", title="LunarLander")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-
-
-def plot_minatar(folder: pathlib.Path) -> None:
-    """One image per MinAtar game (``minatar_<game>.png``)."""
+    plots.lunarlander(curves, zoo, folder / "lunarlander.png")
     for env_id, by_algo in minatar_groups().items():
         game = env_id.removeprefix("MinAtar/").removesuffix("-v1")
-        plot_curves(by_algo, game, folder / f"minatar_{game.lower()}.png")
-
-
-def plot_mujoco(folder: pathlib.Path) -> None:
-    """One image per MuJoCo task (``mujoco_<task>.png``)."""
-    for env_id, by_algo in groups(load("mujoco_1m.json")["results"], MUJOCO_ALGORITHMS).items():
+        plots.curves(by_algo, game, folder / f"minatar_{game.lower()}.png")
+    for env_id, by_algo in mujoco_groups().items():
         task = env_id.removesuffix("-v5")
-        plot_curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png", legend="lower right")
-
-
-def plot_curves(
-    by_algo: dict[str, list[dict[str, Any]]], title: str, out: pathlib.Path, legend: str = "upper left"
-) -> None:
-    """Each algorithm's mean training return (± std over seeds) against env steps, the seeds' curves
-    interpolated on a common grid."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for algo, runs in by_algo.items():
-        grid = np.linspace(0, min(run["n_timesteps"] for run in runs), 101)
-        y = np.array([np.interp(grid, run["curve_steps"], run["curve_returns"]) for run in runs])
-        ax.plot(grid, y.mean(0), label=f"{algo} ({len(runs)} seeds)")
-        ax.fill_between(grid, y.mean(0) - y.std(0), y.mean(0) + y.std(0), alpha=0.2)
-    ax.set(xlabel="environment steps", ylabel="return, last 100 training episodes", title=title)
-    ax.legend(loc=legend)
-    fig.tight_layout()
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
+        plots.curves(by_algo, env_id, folder / f"mujoco_{task.lower()}.png", legend="lower right")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -726,9 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 page.write_text(new)
     if args.plots:
-        plot_lunarlander(ROOT / "docs" / "images" / "lunarlander.png")
-        plot_minatar(ROOT / "docs" / "images")
-        plot_mujoco(ROOT / "docs" / "images")
+        draw_plots(ROOT / "docs" / "images")
     if args.check and stale:
         print(
             f"stale tables in: {', '.join(map(str, stale))} (run python -m benchmarks.report)",

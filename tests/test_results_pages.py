@@ -16,7 +16,7 @@ import re
 import pytest
 import yaml
 
-from benchmarks import report
+from benchmarks import peers, records, report, summary
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _SPEC = importlib.util.spec_from_file_location("docs_hook_sources", ROOT / "docs" / "hooks" / "sources.py")
@@ -44,7 +44,7 @@ def test_tables_equal_what_the_records_give(page: pathlib.Path) -> None:
 def test_the_marked_tables_are_found() -> None:
     results = {m["name"] for m in report.MARKED.finditer(RESULTS_PAGE.read_text())}
     assert set(report.TABLES) - results == {"headline", "headline-sentence"}
-    assert {"summary", "summary-figure"} <= results
+    assert {"summary", "summary-figure", "summary-checks", "minatar-wallclock", "mujoco-wallclock"} <= results
     readme = {m["name"] for m in report.MARKED.finditer((ROOT / "README.md").read_text())}
     assert {"headline", "lunarlander-sentence", "headline-sentence"} <= readme
     home = {m["name"] for m in report.MARKED.finditer((ROOT / "docs" / "index.md").read_text())}
@@ -114,10 +114,10 @@ def test_every_record_names_its_commit() -> None:
     its runs were made from: in its ``meta``, at its top, or in each kept run."""
     from benchmarks.provenance import COMMIT_FORMAT
 
-    records = sorted(report.RESULTS.rglob("*.json"))
-    assert len(records) > 200
+    files = sorted(records.RESULTS.rglob("*.json"))
+    assert len(files) > 200
     missing = []
-    for path in records:
+    for path in files:
         if path.name == "anchors.json":
             continue
         record = json.loads(path.read_text())
@@ -130,7 +130,7 @@ def test_every_record_names_its_commit() -> None:
 def index_rows() -> dict[str, str]:
     """The entries of ``benchmarks/results/README.md``'s tables and their kind (``tuning`` under tuning/)."""
     rows = {}
-    for line in (report.RESULTS / "README.md").read_text().splitlines():
+    for line in (records.RESULTS / "README.md").read_text().splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if not line.startswith("| `"):
             continue
@@ -142,19 +142,19 @@ def index_rows() -> dict[str, str]:
 
 def test_the_results_index_lists_every_record_and_what_reads_it() -> None:
     rows = index_rows()
-    entries = {p.name for p in report.RESULTS.iterdir() if p.name not in ("README.md", "tuning")}
-    entries |= {f"tuning/{p.name}" for p in (report.RESULTS / "tuning").iterdir()}
+    entries = {p.name for p in records.RESULTS.iterdir() if p.name not in ("README.md", "tuning")}
+    entries |= {f"tuning/{p.name}" for p in (records.RESULTS / "tuning").iterdir()}
     assert set(rows) == entries, "benchmarks/results/README.md and the folder differ"
     assert {name for name, kind in rows.items() if name.startswith("tuning/")} == {
         name for name, kind in rows.items() if kind == "tuning"
     }
-    source = pathlib.Path(report.__file__).read_text()
+    source = "".join(pathlib.Path(m.__file__).read_text() for m in (report, records, summary, peers))
     reported = {name for name, kind in rows.items() if kind == "reported"}
     assert {name for name in reported if f'"{name}"' not in source} == set(), (
-        "reported, yet report.py reads it not"
+        "reported, yet report.py and its modules read it not"
     )
     assert {name for name in entries if name.endswith(".json") and f'"{name}"' in source} <= reported, (
-        "report.py reads a record the index does not call reported"
+        "report.py or its modules read a record the index does not call reported"
     )
 
 
@@ -183,7 +183,7 @@ PUBLISHED_PAGES = {
     **{p: str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")},
     ROOT / "CHANGELOG.md": "changelog.md",
     ROOT / "benchmarks" / "README.md": "source/benchmarks/README.md",
-    report.RESULTS / "README.md": "source/benchmarks/results/README.md",
+    records.RESULTS / "README.md": "source/benchmarks/results/README.md",
 }
 
 
@@ -216,7 +216,7 @@ def test_every_benchmark_path_named_on_the_page_exists(page: str) -> None:
 
 
 def test_the_summary_compares_each_family_with_its_best_peer() -> None:
-    rows = {row.env: row for row in report.comparisons()}
+    rows = {row.env: row for row in summary.comparisons()}
     assert (rows["CartPole-v1"].peer, rows["CartPole-v1"].acer, rows["CartPole-v1"].peer_value) == (
         "PPO",
         19044.0,
@@ -234,12 +234,93 @@ def test_the_summary_compares_each_family_with_its_best_peer() -> None:
         "MinAtar",
         "Atari",
     }
-    summary = report.summary()
-    assert (
-        "| MuJoCo | Walker2d-v5 | deterministic evaluation, 1M steps | 2,234.1 | PPO | 3,255.2 |" in summary
-    )
-    assert "| Classic control | CartPole-v1 | median steps to 475 | **19,044** | PPO | 30,760 |" in summary
-    assert report.best({"a": 3.0, "b": 1.0}, lower_is_better=True) == ("b", 1.0)
+    table = report.summary()
+    assert "| MuJoCo | Walker2d-v5 | deterministic evaluation, 1M steps | 2,234.1 | PPO | 3,255.2 |" in table
+    assert "| Classic control | CartPole-v1 | median steps to 475 | **19,044** | PPO | 30,760 |" in table
+    assert summary.best({"a": 3.0, "b": 1.0}, lower_is_better=True) == ("b", 1.0)
     assert "on 5 of 5 MinAtar games" in report.headline_sentence()
     assert "PPO on 4 of 5 MuJoCo tasks" in report.headline_sentence()
     assert "commit `d49f258`" in report.summary_figure()
+
+
+def test_published_figures_stand_beside_our_runs_of_the_same_peer() -> None:
+    table = report.mujoco()
+    assert "| Hopper-v5 | PPO | 3 | 1010.3 ± 20.8 | 2410.4 ± 10.0 | 999.4 ± 9.5 | 1.00 |" in table
+    assert "| Ant-v5 | PPO | 3 | 326.1 ± 151.9 | 1327.2 ± 451.6 | 285.9 ± 89.6 | 1.00 |" in table
+    assert "| Ant-v5 | TD3 (not run here) | — | — | 5813.3 ± 589.8 | — | — |" in table
+    assert "| InvertedPendulum-v5 | PPO | 3 | 625.7 ± 442.0 | — |" in table  # the zoo publishes none
+    # one sentence per task where our PPO falls short of the published agent, with the agent's settings
+    lines = peers.shortfalls(records.mujoco_groups(), records.zoo_mujoco(), "final_eval_mean")
+    assert [line.split("**")[1] for line in lines] == ["Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5"]
+    assert "TimeFeatureWrapper" in lines[2] and "the zoo's 1327.2 ± 451.6 on -v3" in lines[3]
+    assert "no published figure" in report.minatar_published()
+
+
+def test_shortfalls_name_only_the_peers_below_their_figure() -> None:
+    zoo = {
+        "version": "-v3",
+        "scores": {"T": {"PPO": [10.0, 1.0], "SAC": [99.0, 1.0]}},
+        "ppo_config": {"T": "cfg"},
+        "why_ours_differs": {"T": "why"},
+    }
+    run = {"final_eval_mean": 9.0}
+    (line,) = peers.shortfalls({"T": {"ACER": [run], "PPO": [run]}}, zoo, "final_eval_mean")
+    assert line == (
+        "- **T**: our PPO 9.0 ± 0.0 over 1 seeds, the zoo's 10.0 ± 1.0 on -v3. Published agent: cfg. "
+        "The gap: why.\n"
+    )  # SAC was not run: no sentence
+    assert peers.shortfalls({"T": {"PPO": [{"final_eval_mean": 10.0}]}}, zoo, "final_eval_mean") == []
+
+
+def _run(algo: str, seed: int, seconds: list[float], returns: list[float], train: float) -> dict[str, object]:
+    return dict(
+        algo=algo,
+        seed=seed,
+        train_seconds=train,
+        final_train_return=returns[-1],
+        curve_seconds=seconds,
+        curve_returns=returns,
+        curve_steps=[100 * (i + 1) for i in range(len(seconds))],
+    )
+
+
+def test_equal_wall_clock_reads_each_curve_at_the_fastest_runs_seconds() -> None:
+    fast = _run("A2C", 0, [10.0, 20.0], [1.0, 3.0], train=20.0)
+    slow = _run("ACER", 0, [10.0, 30.0, 50.0], [0.0, 4.0, 9.0], train=50.0)
+    timed = peers.equal_time({"ACER": [slow], "A2C": [fast]})
+    assert timed.fastest == "A2C" and timed.seconds == {0: 20.0}
+    assert timed.returns == {"ACER": {0: 2.0}, "A2C": {0: 3.0}}  # ACER halfway between 0 and 4
+    assert timed.steps["ACER"] == {0: 150.0}
+    assert peers.curve_at(slow, 5.0, "returns") is None  # before its first episode ended
+    assert peers.count_leads(timed.returns["ACER"], timed.returns["A2C"]) == (0, 0, 1)
+
+
+def test_seed_counts_pair_the_seeds_and_count_ties_apart() -> None:
+    count = peers.count_leads({1: 5.0, 2: 3.0, 3: 2.0, 4: 1.0}, {1: 4.0, 2: 3.0, 3: 2.5, 5: 0.0})
+    assert count == (1, 1, 3) and str(count) == "1 of 3, level on 1"
+    assert str(peers.SeedCount(2, 0, 3)) == "2 of 3"
+    assert peers.count_leads({1: None}, {1: 0.0}) == (0, 0, 1)
+
+
+def test_the_seed_lines_and_the_wall_clock_rows_count_from_the_records() -> None:
+    assert "ACER's final return led PPO's on 14 of 15; A2C's on 15 of 15; DQN's on 15 of 15" in (
+        report.minatar_seeds()
+    )
+    assert "led PPO's on 11 of 15, level on 1." in report.mujoco_seeds()
+    assert (
+        "| Walker2d-v5 | PPO | 1 of 3 | 10: 2288.2 / 4276.8; 11: 2669.2 / 2373.8; 12: 1745.0 / 3115.1 |"
+        in (report.mujoco_seeds())
+    )
+    wallclock = report.minatar_wallclock()
+    assert (
+        "| MinAtar/Breakout-v1 | **A2C** | 135 | 5.0 ± 0.2 | 990k | 4.9 ± 0.0 | 3 of 3 | yes |" in wallclock
+    )
+    assert (
+        "| MinAtar/Freeway-v1 | PPO | 167 | 30.4 ± 1.9 | 632k | 32.5 ± 4.2 | 0 of 3 | no: its runs 7091701"
+        in (wallclock)
+    )
+    assert "leads every peer's on 2 of 5 games (MinAtar/SpaceInvaders-v1, MinAtar/Breakout-v1)" in wallclock
+    assert "on 3 of 5 tasks (Hopper-v5, HalfCheetah-v5, Ant-v5)" in report.mujoco_wallclock()
+    assert summary.checks_sentence().startswith(
+        "Our PPO runs score below the zoo's published PPO agent on 4 of the 4 MuJoCo tasks it publishes"
+    )
