@@ -18,6 +18,10 @@ PPO's settings (:data:`PPO_ZOO`) are rl-baselines3-zoo's ``hyperparams/ppo.yml``
 ACER's (:data:`ACER_PRESETS`), in ``acer.yml``'s keys, are ``acer.yml``'s MuJoCo presets, and a test keeps
 the two equal. ``--set key=value`` overrides them.
 
+``--algos PPO-TimeFeature`` adds, on Walker2d and Ant only (:data:`TIME_FEATURE_ENVS`), PPO as the zoo's
+published Walker2d-v3 agent was configured: SB3's defaults, normalize and sb3_contrib's
+``TimeFeatureWrapper``.
+
 SAC's and TD3's figures (:data:`ZOO_OFF_POLICY`) are rl-baselines3-zoo's ``benchmark.md``: one trained agent
 each, 1M steps, on the **-v3** tasks (mujoco-py), deterministic evaluation; quoted beside the table, not run.
 
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import torch as th
+from sb3_contrib.common.wrappers import TimeFeatureWrapper
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
@@ -71,7 +76,12 @@ from sb3_acer.presets import resolve_policy_kwargs
 
 MUJOCO_ENVS = ("InvertedPendulum-v5", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5")
 
-ALGOS = ("ACER", "PPO")
+#: PPO-TimeFeature: the zoo's published Walker2d-v3 PPO agent's settings (rl-trained-agents'
+#: ppo/Walker2d-v3_1 config.yml): SB3's PPO defaults with normalize and sb3_contrib's ``TimeFeatureWrapper``
+#: (the remaining time as an observation). Run beside PPO's tuned entries on the tasks of
+#: :data:`TIME_FEATURE_ENVS` only.
+ALGOS = ("ACER", "PPO", "PPO-TimeFeature")
+TIME_FEATURE_ENVS = ("Walker2d-v5", "Ant-v5")
 
 #: The zoo's MuJoCo networks for PPO (its ``policy_kwargs`` strings, as a dict here).
 ZOO_NETWORK: dict[str, Any] = dict(
@@ -142,7 +152,7 @@ ANCHORS = Path(__file__).resolve().parent / "results" / "anchors.json"
 _ZOO = json.loads(ANCHORS.read_text())["sb3_zoo_mujoco"]
 ZOO_OFF_POLICY: dict[str, dict[str, tuple[float, float] | None]] = {
     env_id: {
-        algo: tuple(_ZOO["scores"][env_id][algo]) if env_id in _ZOO["scores"] else None  # type: ignore[misc]
+        algo: tuple(_ZOO["scores"][env_id][algo]) if env_id in _ZOO["scores"] else None
         for algo in ("SAC", "TD3")
     }
     for env_id in MUJOCO_ENVS
@@ -205,7 +215,9 @@ ACER_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 #: Keys of an ACER preset that are not ACER's constructor arguments.
-PRESET_KEYS = ("n_envs", "policy", "normalize", "policy_kwargs")
+#: ``time_feature``: observe the remaining time (sb3_contrib's ``TimeFeatureWrapper``), as acer.yml's
+#: LunarLander preset does; off unless a preset or ``--set time_feature=True`` turns it on.
+PRESET_KEYS = ("n_envs", "policy", "normalize", "policy_kwargs", "time_feature")
 
 
 def normalized(env: VecEnv, normalize: str | bool, gamma: float) -> VecEnv:
@@ -220,11 +232,27 @@ def make_model(algo: str, env_id: str, seed: int, overrides: dict[str, Any]) -> 
         kwargs = {**ACER_PRESETS[env_id], **overrides}
         n_envs, policy, normalize = kwargs.pop("n_envs"), kwargs.pop("policy"), kwargs.pop("normalize")
         policy_kwargs = resolve_policy_kwargs(kwargs.pop("policy_kwargs", "dict()"))  # as acer.yml's are read
-        env = normalized(make_vec_env(env_id, n_envs=n_envs, seed=seed), normalize, kwargs.get("gamma", 0.99))
+        kwargs.pop("time_feature", None)
+        vec_env = make_vec_env(
+            env_id, n_envs=n_envs, seed=seed, wrapper_class=wrapper(algo, env_id, overrides)
+        )
+        env = normalized(vec_env, normalize, kwargs.get("gamma", 0.99))
         return ACER(policy, env, seed=seed, policy_kwargs=policy_kwargs, **kwargs), env
-    kwargs = dict(PPO_ZOO[env_id])
-    env = normalized(make_vec_env(env_id, n_envs=1, seed=seed), True, kwargs.get("gamma", 0.99))
+    kwargs = {} if algo == "PPO-TimeFeature" else dict(PPO_ZOO[env_id])
+    env = normalized(
+        make_vec_env(env_id, n_envs=1, seed=seed, wrapper_class=wrapper(algo, env_id, overrides)),
+        True,
+        kwargs.get("gamma", 0.99),
+    )
     return PPO("MlpPolicy", env, seed=seed, **kwargs), env
+
+
+def wrapper(algo: str, env_id: str, overrides: dict[str, Any]) -> type[TimeFeatureWrapper] | None:
+    """The env wrapper a run of ``algo`` trains and is evaluated in: the remaining time for PPO-TimeFeature,
+    and for ACER where its settings say ``time_feature``."""
+    if algo == "ACER":
+        return TimeFeatureWrapper if {**ACER_PRESETS[env_id], **overrides}.get("time_feature") else None
+    return TimeFeatureWrapper if algo == "PPO-TimeFeature" else None
 
 
 def describe(algo: str, env_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -237,12 +265,22 @@ def describe(algo: str, env_id: str, overrides: dict[str, Any]) -> dict[str, Any
             return {key: text(item) for key, item in value.items()}
         return value.__qualname__ if isinstance(value, type) else value
 
+    if algo == "PPO-TimeFeature":
+        return {"n_envs": 1, "policy": "MlpPolicy", "normalize": True, "env_wrapper": "TimeFeatureWrapper"}
     return {"n_envs": 1, "policy": "MlpPolicy", "normalize": True, **text(PPO_ZOO[env_id])}
 
 
-def evaluate(model: BaseAlgorithm, env: VecEnv, env_id: str, seed: int, episodes: int) -> tuple[float, float]:
-    """The final policy's deterministic return on a separately seeded env, with the training statistics."""
-    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+def evaluate(
+    model: BaseAlgorithm,
+    env: VecEnv,
+    env_id: str,
+    seed: int,
+    episodes: int,
+    wrapper_class: type[TimeFeatureWrapper] | None = None,
+) -> tuple[float, float]:
+    """The final policy's deterministic return on a separately seeded env (in the run's wrapper), with the
+    training statistics."""
+    eval_env: VecEnv = make_vec_env(env_id, n_envs=1, seed=seed + 10_000, wrapper_class=wrapper_class)
     if isinstance(env, VecNormalize):
         eval_env = VecNormalize(eval_env, training=False, norm_obs=env.norm_obs, norm_reward=False)
         eval_env.obs_rms = env.obs_rms
@@ -255,12 +293,13 @@ def run_one(
     algo: str, env_id: str, seed: int, timesteps: int, eval_episodes: int, overrides: dict[str, Any]
 ) -> RunResult:
     th.set_num_threads(1)
-    model, env = make_model(algo, env_id, seed, overrides if algo == "ACER" else {})
+    overrides = overrides if algo == "ACER" else {}
+    model, env = make_model(algo, env_id, seed, overrides)
     recorder = CurveRecorder(every=timesteps // 100)
     start = time.perf_counter()
     model.learn(timesteps, callback=recorder)
     train_seconds = time.perf_counter() - start
-    mean, std = evaluate(model, env, env_id, seed, eval_episodes)
+    mean, std = evaluate(model, env, env_id, seed, eval_episodes, wrapper(algo, env_id, overrides))
     env.close()
     return RunResult(
         algo=algo,
@@ -320,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     """This script's command line."""
     parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", choices=MUJOCO_ENVS, default=list(MUJOCO_ENVS))
-    parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
+    parser.add_argument("--algos", nargs="+", choices=ALGOS, default=["ACER", "PPO"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[10, 11, 12])
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=10)
@@ -348,6 +387,7 @@ def main(argv: list[str] | None = None) -> None:
         for env_id in args.envs
         for seed in args.seeds
         for algo in args.algos
+        if algo != "PPO-TimeFeature" or env_id in TIME_FEATURE_ENVS
     ]
     jobs = jobs_to_run(jobs, args.run_dir, args.collect)
     results = run_jobs(run_job, jobs, args.run_dir, args.jobs)

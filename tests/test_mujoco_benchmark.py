@@ -113,3 +113,33 @@ def test_the_action_bounds_record_counts_the_actions_the_env_clips(
     for row in record["results"]:
         assert lowest <= row["share_out_of_bounds"] <= highest
         assert row["mean_abs_mean"] <= row["max_abs_mean"] < 0.5
+
+
+def test_ppo_time_feature_is_the_zoos_published_walker_agents_settings(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sb3_contrib.common.wrappers import TimeFeatureWrapper
+    from stable_baselines3 import PPO
+
+    model, env = bench.make_model("PPO-TimeFeature", "Ant-v5", 0, {})
+    _, plain_env = bench.make_model("PPO", "Ant-v5", 0, {})
+    assert env.observation_space.shape[0] == plain_env.observation_space.shape[0] + 1  # the remaining time
+    assert env.env_is_wrapped(TimeFeatureWrapper) == [True]
+    assert plain_env.env_is_wrapped(TimeFeatureWrapper) == [False]
+    defaults = inspect.signature(PPO).parameters
+    assert (model.n_steps, model.batch_size, model.n_epochs) == tuple(
+        defaults[name].default for name in ("n_steps", "batch_size", "n_epochs")
+    )
+    assert bench.describe("PPO-TimeFeature", "Ant-v5", {})["env_wrapper"] == "TimeFeatureWrapper"
+    env.close()
+    plain_env.close()
+    _, acer_env = bench.make_model("ACER", "Walker2d-v5", 0, {"time_feature": True})  # a tuning candidate
+    assert acer_env.env_is_wrapped(TimeFeatureWrapper) == [True] * 8
+    assert bench.wrapper("ACER", "Walker2d-v5", {}) is None
+    acer_env.close()
+    # run on the tasks of TIME_FEATURE_ENVS only
+    argv = ["--envs", "Hopper-v5", "Ant-v5", "--algos", "PPO-TimeFeature", "--run-dir", str(tmp_path)]
+    bench.main([*argv, "--collect"])
+    assert "not run yet (3): Ant-v5_PPO-TimeFeature_10.json, Ant-v5_PPO-TimeFeature_11.json," in (
+        capsys.readouterr().err
+    )

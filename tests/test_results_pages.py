@@ -324,3 +324,58 @@ def test_the_seed_lines_and_the_wall_clock_rows_count_from_the_records() -> None
     assert summary.checks_sentence().startswith(
         "Our PPO runs score below the zoo's published PPO agent on 4 of the 4 MuJoCo tasks it publishes"
     )
+
+
+def tuning_seeds() -> set[int]:
+    """Every seed a tuning record or the tuning page names (``"seed": N``, ``--seeds A B``, ``seeds A-B``,
+    ``seed N``)."""
+    seeds: set[int] = set()
+    for path in (records.RESULTS / "tuning").rglob("*.json"):
+        text = path.read_text()
+        seeds |= {int(n) for n in re.findall(r'"seed": (\d+)', text)}
+        for listed in re.findall(r"--seeds((?: \d+)+)", text):
+            seeds |= {int(n) for n in listed.split()}
+    page = (ROOT / "docs" / "tuning.md").read_text()
+    for first, last in re.findall(r"\bseeds? (\d+)(?:-(\d+))?", page):
+        seeds |= set(range(int(first), int(last or first) + 1))
+    return seeds
+
+
+def test_the_report_seeds_are_apart_from_every_tuning_seed() -> None:
+    from benchmarks import report_runs
+
+    seeds = report_runs.report_seeds()
+    assert len(seeds) == len(set(seeds)) == 5
+    tuned = tuning_seeds()
+    assert {0, 1, 10, 11, 12} <= tuned  # the scan finds the seeds the tuning runs used
+    assert set(seeds) & tuned == set()
+
+
+def test_the_report_runs_are_made_one_at_a_time_on_the_report_seeds_only() -> None:
+    from benchmarks import report_runs
+
+    args = report_runs.build_parser().parse_args(["mujoco", "--envs", "Ant-v5", "--timesteps", "3000"])
+    script, argv = report_runs.script_argv(args)
+    assert script == "mujoco_v5"
+    assert argv == [
+        *["--envs", "Ant-v5", "--algos", "ACER", "PPO", "PPO-TimeFeature", "--seeds", "500", "501", "502"],
+        *["503", "504", "--timesteps", "3000", "--jobs", "1"],
+        *[
+            "--run-dir",
+            "benchmarks/results/mujoco_report_runs",
+            "--out",
+            "benchmarks/results/mujoco_report.json",
+        ],
+    ]
+    args = report_runs.build_parser().parse_args(["minatar", "--seeds", "501", "--eval-episodes", "2"])
+    assert report_runs.script_argv(args)[1][:7] == [
+        "--algos",
+        "ACER",
+        "PPO",
+        "--seeds",
+        "501",
+        "--timesteps",
+        "1000000",
+    ]
+    with pytest.raises(SystemExit, match=r"--seeds \[10\]: not report seeds; the report seeds are \[500,"):
+        report_runs.script_argv(report_runs.build_parser().parse_args(["minatar", "--seeds", "10", "501"]))
