@@ -413,6 +413,28 @@ def minatar_wallclock() -> str:
     return peers.wallclock_table(grouped, meta) + "\n" + peers.wallclock_line("MinAtar", grouped, "games")
 
 
+def figures(record: str, images: dict[str, str]) -> str:
+    """The images (``alt text: file under docs/images``) of a record's curves, with the record, the commits
+    its runs were made from and the command that draws them."""
+    commits = sorted({run["commit"] for run in load(record)["meta"]["kept_runs"].values()})
+    lines = "".join(f"![{alt}](images/{image})\n" for alt, image in images.items())
+    return (
+        f"{lines}\nMean training return over the seeds (shaded: ± std) against env steps (left) and training "
+        f"seconds (right): record [`{record}`](../benchmarks/results/{record}), its runs made at commits "
+        f"{', '.join(f'`{commit}`' for commit in commits)}, drawn by `python -m benchmarks.report --plots`.\n"
+    )
+
+
+def minatar_figures() -> str:
+    games = ("SpaceInvaders", "Breakout", "Asterix", "Freeway", "Seaquest")
+    return figures("minatar_1m.json", {game: f"minatar_{game.lower()}.png" for game in games})
+
+
+def mujoco_figures() -> str:
+    tasks = ("InvertedPendulum", "Hopper", "HalfCheetah", "Walker2d", "Ant")
+    return figures("mujoco_1m.json", {f"{task}-v5": f"mujoco_{task.lower()}.png" for task in tasks})
+
+
 def mujoco_seeds() -> str:
     grouped = mujoco_groups()
     line = peers.family_seed_line("MuJoCo", grouped, "final_eval_mean", "deterministic evaluation")
@@ -473,6 +495,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "mujoco-wallclock": mujoco_wallclock,
     "minatar-wallclock": minatar_wallclock,
     "mujoco-seeds": mujoco_seeds,
+    "mujoco-figures": mujoco_figures,
+    "minatar-figures": minatar_figures,
     "minatar-seeds": minatar_seeds,
     "fallback-defaults": fallback_defaults,
 }

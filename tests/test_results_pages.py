@@ -321,6 +321,11 @@ def test_the_seed_lines_and_the_wall_clock_rows_count_from_the_records() -> None
     )
     assert "leads every peer's on 2 of 5 games (MinAtar/SpaceInvaders-v1, MinAtar/Breakout-v1)" in wallclock
     assert "on 3 of 5 tasks (Hopper-v5, HalfCheetah-v5, Ant-v5)" in report.mujoco_wallclock()
+    assert (
+        "its runs made at commits `0b2c749`, `671fe7c`, `7091701`, `a017c1a`, drawn by"
+        in report.minatar_figures()
+    )
+    assert report.mujoco_figures().startswith("![InvertedPendulum-v5](images/mujoco_invertedpendulum.png)\n")
     assert summary.checks_sentence().startswith(
         "Our PPO runs score below the zoo's published PPO agent on 4 of the 4 MuJoCo tasks it publishes"
     )
