@@ -147,8 +147,9 @@ class ThresholdTracker(BaseCallback):
 
 # ---------------------------------------------------------------------- kept runs (--run-dir, --collect)
 
-#: A benchmark job: (algorithm, env or game, seed, timesteps, evaluation episodes, ACER overrides).
-Job = tuple[str, str, int, int, int, dict[str, Any]]
+#: A benchmark job: (algorithm, env or game, seed, timesteps, evaluation episodes, ACER overrides, env steps
+#: between evaluations during training, 0 for none).
+Job = tuple[str, str, int, int, int, dict[str, Any], int]
 
 
 def add_run_dir_options(parser: argparse.ArgumentParser, name: str) -> None:
@@ -175,10 +176,12 @@ def run_file(run_dir: Path, job: Job) -> Path:
 
 def job_settings(job: Job, describe: Callable[[str, str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """What a kept run must have been run with to stand for ``job`` (as JSON reads it back)."""
-    algo, name, _, timesteps, eval_episodes, overrides = job
+    algo, name, _, timesteps, eval_episodes, overrides, eval_every = job
     settings = dict(
         timesteps=timesteps, eval_episodes=eval_episodes, settings=describe(algo, name, overrides)
     )
+    if eval_every:  # runs kept before evaluations during training existed stand for eval_every 0
+        settings["eval_every"] = eval_every
     return json.loads(json.dumps(settings))
 
 
@@ -234,6 +237,19 @@ def run_jobs(
         with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
             return pool.starmap(run_job, [(job, run_dir) for job in jobs], chunksize=1)
     return [run_job(job, run_dir) for job in jobs]
+
+
+def add_eval_every_option(parser: argparse.ArgumentParser) -> None:
+    """``--eval-every STEPS``: deterministic evaluations during training, with the training wall-clock."""
+    parser.add_argument(
+        "--eval-every",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="also evaluate the policy deterministically every STEPS env steps during training, recording "
+        "the training wall-clock there (the evaluations' own time left out of every clock); 0: only after "
+        "training",
+    )
 
 
 def add_jobs_option(parser: argparse.ArgumentParser) -> None:

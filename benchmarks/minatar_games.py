@@ -50,6 +50,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from benchmarks.common import (
     Job,
+    add_eval_every_option,
     add_jobs_option,
     add_out_option,
     add_overrides_option,
@@ -193,6 +194,10 @@ class RunResult:
     curve_steps: list[int] = field(default_factory=list)
     curve_returns: list[float] = field(default_factory=list)
     curve_seconds: list[float] = field(default_factory=list)  # training wall-clock at each curve point
+    # --eval-every: the deterministic evaluations during training, with the training wall-clock at each
+    eval_curve_steps: list[int] = field(default_factory=list)
+    eval_curve_returns: list[float] = field(default_factory=list)
+    eval_curve_seconds: list[float] = field(default_factory=list)
 
 
 class CurveRecorder(BaseCallback):
@@ -208,9 +213,15 @@ class CurveRecorder(BaseCallback):
         self.means: list[float] = []
         self.seconds: list[float] = []
         self._start = 0.0
+        #: Seconds of evaluations during training, left out of :meth:`elapsed`.
+        self.paused = 0.0
 
     def _on_training_start(self) -> None:
         self._start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Training wall-clock so far, without the evaluations made during training."""
+        return time.perf_counter() - self._start - self.paused
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
@@ -220,11 +231,58 @@ class CurveRecorder(BaseCallback):
         if self.returns and (not self.steps or self.num_timesteps - self.steps[-1] >= self.every):
             self.steps.append(self.num_timesteps)
             self.means.append(float(np.mean(self.returns)))
-            self.seconds.append(time.perf_counter() - self._start)
+            self.seconds.append(self.elapsed())
         return True
 
     def final(self) -> float | None:
         return float(np.mean(self.returns)) if self.returns else None
+
+
+#: Episodes of each evaluation during training (``--eval-every``).
+CURVE_EPISODES = 5
+
+
+class EvalCurve(BaseCallback):
+    """Every ``every`` env steps, ``evaluate(model)`` (a deterministic mean return) with the training
+    wall-clock of ``clock`` there; the evaluation's own time is left out of ``clock``'s."""
+
+    def __init__(self, every: int, evaluate: Callable[[BaseAlgorithm], float], clock: CurveRecorder) -> None:
+        super().__init__()
+        self.every = every
+        self.evaluate = evaluate
+        self.clock = clock
+        self.steps: list[int] = []
+        self.returns: list[float] = []
+        self.seconds: list[float] = []
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= (len(self.steps) + 1) * self.every:
+            start = time.perf_counter()
+            self.returns.append(self.evaluate(self.model))
+            self.clock.paused += time.perf_counter() - start
+            self.steps.append(self.num_timesteps)
+            self.seconds.append(self.clock.elapsed())
+        return True
+
+
+def callbacks(
+    timesteps: int, eval_every: int, evaluate: Callable[[BaseAlgorithm], float]
+) -> tuple[CurveRecorder, EvalCurve | None]:
+    """The learning curve's recorder, and the evaluations during training where ``eval_every`` asks."""
+    recorder = CurveRecorder(every=timesteps // 100)
+    return recorder, EvalCurve(eval_every, evaluate, recorder) if eval_every else None
+
+
+def curve_fields(recorder: CurveRecorder, evaluations: EvalCurve | None) -> dict[str, list[Any]]:
+    """The :class:`RunResult` curves of a run."""
+    return dict(
+        curve_steps=recorder.steps,
+        curve_returns=recorder.means,
+        curve_seconds=recorder.seconds,
+        eval_curve_steps=[] if evaluations is None else evaluations.steps,
+        eval_curve_returns=[] if evaluations is None else evaluations.returns,
+        eval_curve_seconds=[] if evaluations is None else evaluations.seconds,
+    )
 
 
 def acer_kwargs(preset: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
@@ -269,23 +327,39 @@ def describe(algo: str, game: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {"n_envs": n_envs, "policy": "CnnPolicy", **text(kwargs), "network": "MinAtarCNN, net_arch=[]"}
 
 
+def greedy_env(game: str, seed: int) -> VecEnv:
+    """An env for deterministic evaluations, its episodes cut at ``EVAL_STEP_LIMIT`` steps."""
+    env_kwargs = dict(env_id=minatar_id(game), max_episode_steps=EVAL_STEP_LIMIT)
+    return make_vec_env(make_minatar_env, n_envs=1, seed=seed, env_kwargs=env_kwargs)
+
+
+def greedy_return(model: BaseAlgorithm, env: VecEnv, episodes: int) -> tuple[float, float]:
+    mean, std = evaluate_policy(model, env, n_eval_episodes=episodes, deterministic=True)
+    return float(mean), float(std)  # type: ignore[arg-type]
+
+
 def run_one(
-    algo: str, game: str, seed: int, timesteps: int, eval_episodes: int, overrides: dict[str, Any]
+    algo: str,
+    game: str,
+    seed: int,
+    timesteps: int,
+    eval_episodes: int,
+    overrides: dict[str, Any],
+    eval_every: int = 0,
 ) -> RunResult:
     th.set_num_threads(1)
     model, env = make_model(algo, game, seed, overrides if algo == "ACER" else {})
-    recorder = CurveRecorder(every=timesteps // 100)
-    start = time.perf_counter()
-    model.learn(timesteps, callback=recorder)
-    train_seconds = time.perf_counter() - start
-    env.close()
-    eval_env = make_vec_env(
-        make_minatar_env,
-        n_envs=1,
-        seed=seed + 10_000,
-        env_kwargs=dict(env_id=minatar_id(game), max_episode_steps=EVAL_STEP_LIMIT),
+    during = greedy_env(game, seed + 20_000)
+    recorder, evaluations = callbacks(
+        timesteps, eval_every, lambda m: greedy_return(m, during, CURVE_EPISODES)[0]
     )
-    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+    start = time.perf_counter()
+    model.learn(timesteps, callback=[recorder] if evaluations is None else [recorder, evaluations])
+    train_seconds = time.perf_counter() - start - recorder.paused
+    env.close()
+    during.close()
+    eval_env = greedy_env(game, seed + 10_000)
+    mean, std = greedy_return(model, eval_env, eval_episodes)
     eval_env.close()
     return RunResult(
         algo=algo,
@@ -294,14 +368,12 @@ def run_one(
         n_timesteps=model.num_timesteps,
         n_episodes=recorder.n_episodes,
         final_train_return=recorder.final(),
-        final_eval_mean=float(mean),  # type: ignore[arg-type]
-        final_eval_std=float(std),  # type: ignore[arg-type]
+        final_eval_mean=mean,
+        final_eval_std=std,
         steps_per_second=model.num_timesteps / train_seconds,
         train_seconds=train_seconds,
         settings=describe(algo, game, overrides),
-        curve_steps=recorder.steps,
-        curve_returns=recorder.means,
-        curve_seconds=recorder.seconds,
+        **curve_fields(recorder, evaluations),
     )
 
 
@@ -343,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=20)
+    add_eval_every_option(parser)
     add_jobs_option(parser)
     add_overrides_option(parser, "replay_ratio=4")
     add_out_option(parser)
@@ -363,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     # Seed by seed, the algorithms one after the other: whatever else the machine runs meanwhile slows them
     # alike, and a stopped benchmark leaves whole seeds.
     jobs: list[Job] = [
-        (algo, game, seed, args.timesteps, args.eval_episodes, overrides)
+        (algo, game, seed, args.timesteps, args.eval_episodes, overrides, args.eval_every)
         for game in args.games
         for seed in args.seeds
         for algo in args.algos

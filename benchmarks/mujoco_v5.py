@@ -53,6 +53,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from benchmarks.common import (
     Job,
+    add_eval_every_option,
     add_jobs_option,
     add_out_option,
     add_overrides_option,
@@ -70,7 +71,7 @@ from benchmarks.common import (
     script_parser,
     write_results,
 )
-from benchmarks.minatar_games import WINDOW, CurveRecorder, RunResult
+from benchmarks.minatar_games import CURVE_EPISODES, WINDOW, RunResult, callbacks, curve_fields
 from sb3_acer import ACER
 from sb3_acer.presets import resolve_policy_kwargs
 
@@ -290,16 +291,25 @@ def evaluate(
 
 
 def run_one(
-    algo: str, env_id: str, seed: int, timesteps: int, eval_episodes: int, overrides: dict[str, Any]
+    algo: str,
+    env_id: str,
+    seed: int,
+    timesteps: int,
+    eval_episodes: int,
+    overrides: dict[str, Any],
+    eval_every: int = 0,
 ) -> RunResult:
     th.set_num_threads(1)
     overrides = overrides if algo == "ACER" else {}
     model, env = make_model(algo, env_id, seed, overrides)
-    recorder = CurveRecorder(every=timesteps // 100)
+    wrapper_class = wrapper(algo, env_id, overrides)
+    recorder, evaluations = callbacks(
+        timesteps, eval_every, lambda m: evaluate(m, env, env_id, seed, CURVE_EPISODES, wrapper_class)[0]
+    )
     start = time.perf_counter()
-    model.learn(timesteps, callback=recorder)
-    train_seconds = time.perf_counter() - start
-    mean, std = evaluate(model, env, env_id, seed, eval_episodes, wrapper(algo, env_id, overrides))
+    model.learn(timesteps, callback=[recorder] if evaluations is None else [recorder, evaluations])
+    train_seconds = time.perf_counter() - start - recorder.paused
+    mean, std = evaluate(model, env, env_id, seed, eval_episodes, wrapper_class)
     env.close()
     return RunResult(
         algo=algo,
@@ -313,9 +323,7 @@ def run_one(
         steps_per_second=model.num_timesteps / train_seconds,
         train_seconds=train_seconds,
         settings=describe(algo, env_id, overrides),
-        curve_steps=recorder.steps,
-        curve_returns=recorder.means,
-        curve_seconds=recorder.seconds,
+        **curve_fields(recorder, evaluations),
     )
 
 
@@ -364,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=10)
     add_overrides_option(parser, "replay_ratio=8")
+    add_eval_every_option(parser)
     add_jobs_option(parser)
     add_out_option(parser)
     add_run_dir_options(parser, "env")
@@ -383,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     # Seed by seed, the algorithms one after the other: whatever else the machine runs meanwhile slows them
     # alike, and a stopped benchmark leaves whole seeds.
     jobs: list[Job] = [
-        (algo, env_id, seed, args.timesteps, args.eval_episodes, overrides)
+        (algo, env_id, seed, args.timesteps, args.eval_episodes, overrides, args.eval_every)
         for env_id in args.envs
         for seed in args.seeds
         for algo in args.algos

@@ -5,7 +5,9 @@ entries where they differ (``PPO-TimeFeature`` on Walker2d and Ant).
 One family per call, every run in this one process, one after the other (``--jobs 1``): per task or game,
 seed by seed, ACER then PPO (then PPO-TimeFeature), so that the runs compared share the machine's load as
 nearly as runs made one at a time can. Each run records its training wall-clock at each of the about a
-hundred points of its learning curve, which the results page reads for its equal-wall-clock rows. The runs
+hundred points of its learning curve (training return) and at each deterministic evaluation during training
+(``--eval-every``, five episodes each, their own time left out of the clock), for the results page's
+equal-wall-clock rows. The runs
 go to ``--run-dir`` (one file each; a stopped benchmark goes on where it stopped) and the record to
 ``--out``. This script only chooses what ``mujoco_v5.py`` and ``minatar_games.py`` run; their records name
 those scripts' commands.
@@ -37,6 +39,10 @@ FAMILIES = {
 }
 
 
+#: Env steps between the deterministic evaluations during training (twenty in a run of 1M steps).
+EVAL_EVERY = 50_000
+
+
 def report_seeds() -> list[int]:
     """The seeds of ``report_seeds.json``."""
     return list(json.loads(SEEDS_FILE.read_text())["seeds"])
@@ -49,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int, default=None, help="a subset of the report seeds")
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps of every run")
     parser.add_argument("--eval-episodes", type=int, default=None, help="the script's default if not given")
+    parser.add_argument(
+        "--eval-every", type=int, default=EVAL_EVERY, help="env steps between evaluations during training"
+    )
     parser.add_argument("--run-dir", type=pathlib.Path, default=None)
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
@@ -73,6 +82,7 @@ def script_argv(args: argparse.Namespace) -> tuple[str, list[str]]:
     run_dir = args.run_dir or results / f"{args.family}_report_runs"
     out = args.out or results / f"{args.family}_report.json"
     argv = ["--algos", *algos, "--seeds", *map(str, chosen), "--timesteps", str(args.timesteps)]
+    argv += ["--eval-every", str(args.eval_every)]
     if args.envs:
         argv = [option, *args.envs, *argv]
     if args.eval_episodes is not None:

@@ -194,12 +194,12 @@ def test_benchmark_run_dir_keeps_each_run_and_refuses_other_settings(
         return bench.RunResult(job[0], "MinAtar/Breakout-v1", job[2], 10, 1, 0.5, 1.0, 0.0, 9.0, 1.0, {})
 
     monkeypatch.setattr(bench, "run_one", fake_run_one)
-    job = ("ACER", "Breakout", 3, 10, 2, {})
+    job = ("ACER", "Breakout", 3, 10, 2, {}, 0)
     first = bench.run_job(job, tmp_path)
     assert (tmp_path / "Breakout_ACER_3.json").exists() and calls == [("ACER", "Breakout", 3)]
     assert bench.run_job(job, tmp_path) == first and len(calls) == 1  # taken from the file, not run again
     with pytest.raises(SystemExit, match=r"Breakout_ACER_3\.json: kept for other settings"):
-        bench.run_job(("ACER", "Breakout", 3, 20, 2, {}), tmp_path)
+        bench.run_job(("ACER", "Breakout", 3, 20, 2, {}, 0), tmp_path)
 
 
 @pytest.mark.parametrize("game", MINATAR_GAMES)

@@ -143,3 +143,21 @@ def test_ppo_time_feature_is_the_zoos_published_walker_agents_settings(
     assert "not run yet (3): Ant-v5_PPO-TimeFeature_10.json, Ant-v5_PPO-TimeFeature_11.json," in (
         capsys.readouterr().err
     )
+
+
+def test_evaluations_during_training_record_the_training_clock_without_their_own_time(
+    tmp_path: pathlib.Path,
+) -> None:
+    argv = ["--envs", "InvertedPendulum-v5", "--algos", "ACER", "--seeds", "0", "--timesteps", "400"]
+    argv += ["--eval-episodes", "1", "--set", "replay_start=100", "--run-dir", str(tmp_path)]
+    out = tmp_path / "out.json"
+    bench.main([*argv, "--eval-every", "160", "--out", str(out)])
+    (result,) = json.loads(out.read_text())["results"]
+    assert result["eval_curve_steps"] == [160, 320]  # 4 envs x 20 steps a segment: 160 and 320 first pass
+    assert len(result["eval_curve_returns"]) == 2 and all(r > 0 for r in result["eval_curve_returns"])
+    seconds = result["eval_curve_seconds"]
+    assert 0 < seconds[0] < seconds[1] <= result["train_seconds"]
+    kept = json.loads((tmp_path / "InvertedPendulum-v5_ACER_0.json").read_text())
+    assert kept["job"]["eval_every"] == 160
+    with pytest.raises(SystemExit, match="kept for other settings"):
+        bench.main(argv)  # the kept run had evaluations during training; one without them is another run

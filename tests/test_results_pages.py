@@ -364,7 +364,7 @@ def test_the_report_runs_are_made_one_at_a_time_on_the_report_seeds_only() -> No
     assert script == "mujoco_v5"
     assert argv == [
         *["--envs", "Ant-v5", "--algos", "ACER", "PPO", "PPO-TimeFeature", "--seeds", "500", "501", "502"],
-        *["503", "504", "--timesteps", "3000", "--jobs", "1"],
+        *["503", "504", "--timesteps", "3000", "--eval-every", "50000", "--jobs", "1"],
         *[
             "--run-dir",
             "benchmarks/results/mujoco_report_runs",
