@@ -13,6 +13,8 @@ whose steps/s then share the machine). For each (game, algorithm, seed) the scri
   episode cut at ``EVAL_STEP_LIMIT`` steps in case a greedy policy never loses);
 * the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps,
   with the training wall-clock there;
+* with ``--eval-every N``, a deterministic evaluation of five episodes every N env steps, with the
+  training wall-clock there (the evaluations' own time is left out of every clock);
 * env steps per second of training, and the machine.
 
 The peers' settings (:data:`PEERS`) are rl-baselines3-zoo's Atari settings for PPO and A2C and the MinAtar

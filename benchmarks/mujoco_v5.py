@@ -11,6 +11,8 @@ For each (env, algorithm, seed) the script records:
   normalised with the training run's statistics where the run normalises them);
 * the learning curve: the mean return of the last 100 training episodes at (about) 100 evenly spaced steps,
   with the training wall-clock there;
+* with ``--eval-every N``, a deterministic evaluation of five episodes every N env steps, with the
+  training wall-clock there (the evaluations' own time is left out of every clock);
 * env steps per second of training (and its ratio to PPO's in the table), and the machine.
 
 PPO's settings (:data:`PPO_ZOO`) are rl-baselines3-zoo's ``hyperparams/ppo.yml`` (rl_zoo3 2.9.2) for the
