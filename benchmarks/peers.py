@@ -2,7 +2,7 @@
 published figure beside our run of it, every algorithm's return at equal wall-clock, on how many seeds ACER
 led, and whether the runs compared were made side by side.
 
-Pure functions of the runs of a record, grouped by env and then by algorithm (``report.groups``), of the
+Pure functions of the runs of a record, grouped by env and then by algorithm (``records.groups``), of the
 record's ``meta`` and of ``anchors.json``'s published figures; ``benchmarks/report.py`` reads the records
 and writes what these functions build into the docs.
 
