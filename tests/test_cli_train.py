@@ -25,8 +25,8 @@ from torch import nn, optim
 
 import sb3_acer
 import sb3_acer.cli.run_folder
-import sb3_acer.cli.train
-import sb3_acer.cli.training
+import sb3_acer.cli.train.run
+import sb3_acer.cli.train.start
 from sb3_acer import ACER
 
 
@@ -261,13 +261,13 @@ def test_train_an_atari_game_with_run_atari_settings(
 def record_evaluation_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The ``deterministic`` flag of each ``EvalCallback`` that ``train`` makes, from now on."""
     evaluations: list[bool] = []
-    real = sb3_acer.cli.training.EvalCallback
+    real = sb3_acer.cli.train.run.EvalCallback
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         evaluations.append(kwargs["deterministic"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sb3_acer.cli.training, "EvalCallback", recording)
+    monkeypatch.setattr(sb3_acer.cli.train.run, "EvalCallback", recording)
     return evaluations
 
 

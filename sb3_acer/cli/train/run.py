@@ -39,7 +39,7 @@ from sb3_acer.cli.run_folder import (
     set_aside_name,
     sidecar,
 )
-from sb3_acer.cli.settings import TrainSettings
+from sb3_acer.cli.train.settings import TrainSettings
 from sb3_acer.common.save_util.model_file import saving_through_ctrl_c, write_atomically
 from sb3_acer.distributed import RayActors
 from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 
 from sb3_acer.acer.acer import ACER
-from sb3_acer.cli.arguments import parse_hyperparams
+from sb3_acer.cli.arguments import env_kwargs_option, parse_hyperparams
 from sb3_acer.cli.environments import EnvInfo, resolve_env
 from sb3_acer.cli.errors import UsageError, one_line
 from sb3_acer.cli.imports import working_directory_importable
@@ -21,7 +21,6 @@ from sb3_acer.presets import (
     Preset,
     PresetError,
     WrapperSpec,
-    check_env_kwargs,
     env_wrappers,
     load_preset,
     normalize_kwargs,
@@ -34,7 +33,6 @@ __all__ = [
     "DEFAULT_TIMESTEPS",
     "FALLBACK_HYPERPARAMETERS",
     "TrainSettings",
-    "env_kwargs_option",
     "train_settings",
 ]
 
@@ -223,15 +221,6 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
         )
         base = base._replace(source=source)
     return base
-
-
-def env_kwargs_option(items: list[str] | None) -> dict[str, Any]:
-    """``--env-kwargs key=value ...``, read as ``--hyperparams`` are."""
-    parsed = parse_hyperparams(items or [], flag="--env-kwargs")
-    try:
-        return check_env_kwargs(parsed)
-    except ValueError as error:
-        raise UsageError(f"--{error}".replace("--env_kwargs", "--env-kwargs", 1)) from None
 
 
 def _check_preset_values(preset: Preset) -> None:
