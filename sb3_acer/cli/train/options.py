@@ -11,6 +11,7 @@ from sb3_acer.cli.arguments import add_gym_packages, non_negative_int, positive_
 from sb3_acer.cli.errors import PROG
 from sb3_acer.cli.train.settings import ATARI_N_ENVS, ATARI_TIMESTEPS, DEFAULT_N_ENVS, DEFAULT_TIMESTEPS
 from sb3_acer.cli.train.start import cmd_train
+from sb3_acer.envs.atari import SAMPLERS
 from sb3_acer.presets import (
     ATARI_ENTRY,
     ATARI_FRAME_STACK,
@@ -98,6 +99,13 @@ def add_parser(commands: Any) -> None:
         default="dummy",
         help="dummy: the envs step in this process (default); subproc: each in its own process "
         "(SafeSubprocVecEnv, for envs slow to step), as the zoo's --vec-env",
+    )
+    train.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        help="Atari games: ale-vector, ale-py's threaded C++ vector env (as run_atari; the default "
+        "wherever it serves the run); wrappers, SB3's AtariWrapper in a Python env per game (the default "
+        "with env_kwargs, env_wrapper, --vec-env subproc or sticky actions, as ALE/...-v5 ids have)",
     )
     add_actor_options(train)
     train.add_argument("--log-folder", default="logs", help="parent of the run folder (default: logs)")

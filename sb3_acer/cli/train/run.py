@@ -42,9 +42,10 @@ from sb3_acer.cli.run_folder import (
 from sb3_acer.cli.train.settings import TrainSettings
 from sb3_acer.common.save_util.model_file import saving_through_ctrl_c, write_atomically
 from sb3_acer.distributed import RayActors
+from sb3_acer.envs.atari import SAMPLERS, make_atari_vec_env
 from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
 
-__all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "training_env"]
+__all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "run_env", "training_env"]
 
 #: The files a ``train`` run writes in its run folder (``--save-path`` moves the three ``model.*`` ones).
 RUN_FILES = (
@@ -90,19 +91,36 @@ def previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: b
     return in_run_dir + beside_model
 
 
-def training_env(
-    settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None, subprocesses: bool = False
+def run_env(
+    settings: TrainSettings,
+    n_envs: int,
+    seed: int,
+    monitor_dir: pathlib.Path | None = None,
+    subprocesses: bool = False,
 ) -> VecEnv:
-    """The run's training env: ``n_envs`` wrapped envs, in ``VecNormalize`` when the run normalises."""
-    env = make_env(
+    """``n_envs`` envs of the run: an Atari game on ale-vector by
+    :func:`~sb3_acer.envs.atari.make_atari_vec_env`, any other env (and Atari on SB3's wrappers) by
+    :func:`~sb3_acer.cli.environments.make_env` with the run's wrappers and env kwargs."""
+    if settings.sampler == SAMPLERS[0]:
+        monitor = None if monitor_dir is None else str(monitor_dir)
+        return make_atari_vec_env(settings.env.name, n_envs, seed=seed, monitor_dir=monitor)
+    return make_env(
         settings.env,
         n_envs,
-        settings.seed,
+        seed,
         monitor_dir=monitor_dir,
         wrappers=settings.env_wrapper,
         env_kwargs=settings.env_kwargs,
         subprocesses=subprocesses,
     )
+
+
+def training_env(
+    settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None, subprocesses: bool = False
+) -> VecEnv:
+    """The run's training env: ``n_envs`` envs (:func:`run_env`), in ``VecNormalize`` when the run
+    normalises."""
+    env = run_env(settings, n_envs, settings.seed, monitor_dir, subprocesses)
     if not settings.normalize:
         return env
     try:
@@ -324,13 +342,7 @@ def _evaluation(
     """``--eval-freq``: the callback evaluating the model on a separate env, and the one saving the best."""
     if not args.eval_freq:
         return None, None
-    eval_env = make_env(
-        settings.env,
-        1,
-        settings.seed + 1000,
-        wrappers=settings.env_wrapper,
-        env_kwargs=settings.env_kwargs,
-    )
+    eval_env = run_env(settings, 1, settings.seed + 1000)
     if isinstance(env, VecNormalize):
         # EvalCallback syncs its statistics with the training env's before each evaluation.
         eval_env = evaluation_normalization(eval_env, like=env)

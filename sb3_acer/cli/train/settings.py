@@ -14,6 +14,7 @@ from sb3_acer.cli.arguments import env_kwargs_option, parse_hyperparams
 from sb3_acer.cli.environments import EnvInfo, resolve_env
 from sb3_acer.cli.errors import UsageError, one_line
 from sb3_acer.cli.imports import working_directory_importable
+from sb3_acer.envs.atari import SAMPLERS, ale_game_name
 from sb3_acer.presets import (
     ATARI_ENTRY,
     ATARI_FRAME_STACK,
@@ -96,6 +97,8 @@ class TrainSettings(NamedTuple):
     source: str
     #: Keyword arguments of ``gymnasium.make`` (the preset's ``env_kwargs`` with ``--env-kwargs`` over them).
     env_kwargs: dict[str, Any]
+    #: How an Atari game is run (:data:`~sb3_acer.envs.atari.SAMPLERS`); ``None`` for other games.
+    sampler: str | None = None
 
 
 class _Base(NamedTuple):
@@ -151,7 +154,44 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         seed=args.seed,
         source=base.source,
         env_kwargs=env_kwargs,
+        sampler=_atari_sampler(args, info, bool(wrappers), bool(env_kwargs)),
     )
+
+
+def _atari_sampler(
+    args: argparse.Namespace, info: EnvInfo, wrapped: bool, made_with_kwargs: bool
+) -> str | None:
+    """``--sampler``: for an Atari game, ale-py's vector env (run_atari's default) wherever it serves the run,
+    otherwise (or when asked) SB3's wrappers, which make a Python env per game; ``None`` for other games.
+
+    Raises:
+        UsageError: ``--sampler`` for a game that is not Atari's, or ``ale-vector`` where it cannot serve.
+    """
+    asked = getattr(args, "sampler", None)
+    if not info.atari:
+        if asked is not None:
+            raise UsageError(f"--sampler {asked}: {info.env_id} is not an Atari game")
+        return None
+    if asked == "wrappers":
+        return asked
+    reasons = [
+        (made_with_kwargs, "env_kwargs are arguments of gymnasium.make, which it does not call"),
+        (wrapped, "env_wrapper wraps a Python env per game, which it does not have"),
+        (
+            getattr(args, "vec_env", "dummy") != "dummy",
+            "it steps the games in threads of its own (--vec-env)",
+        ),
+    ]
+    try:
+        ale_game_name(info.name)
+    except ValueError as error:  # sticky actions or another frame skip (ALE/...-v5): only the wrappers run it
+        reasons.append((True, one_line(error)))
+    refused = [reason for applies, reason in reasons if applies]
+    if not refused:
+        return SAMPLERS[0]
+    if asked is not None:
+        raise UsageError(f"--sampler {asked}: {refused[0]}; use --sampler wrappers")
+    return "wrappers"
 
 
 def _preset(info: EnvInfo) -> Preset | None:

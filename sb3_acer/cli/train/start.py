@@ -1,6 +1,6 @@
 """``sb3-acer train ENV_ID``: its options, and everything checked before anything is written (the paths,
 the seed, the settings, by building the model once on a single env without logs); then the run folder is
-locked and the run (:mod:`sb3_acer.cli.training`) starts."""
+locked and the run (:mod:`sb3_acer.cli.train.run`) starts."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer.acer import ACER
-from sb3_acer.cli.actors import TrainEnvFactory, actor_settings, check_actor_options
+from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory, actor_settings, check_actor_options
 from sb3_acer.cli.arguments import check_device
 from sb3_acer.cli.environments import torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
@@ -25,6 +25,7 @@ from sb3_acer.cli.train.settings import (
     TrainSettings,
     train_settings,
 )
+from sb3_acer.envs.atari import SAMPLERS
 from sb3_acer.presets import (
     WrapperSpec,
 )
@@ -77,6 +78,7 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     print(
         f"Training ACER ({settings.policy}) on {settings.env.env_id}: {settings.timesteps} steps, "
         f"{settings.n_envs} envs{' (SafeSubprocVecEnv)' if args.vec_env == 'subproc' else ''}"
+        + (f" ({settings.sampler})" if settings.sampler else "")
         + (f" on each of {args.actors} Ray actors" if args.actors else "")
         + ", "
         f"seed {settings.seed}"
@@ -86,9 +88,12 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
     busy = f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another --seed or "
-    actors = actor_settings(
-        args, TrainEnvFactory(settings.env, settings.env_wrapper, settings.env_kwargs), run_dir
+    factory: TrainEnvFactory | AtariEnvFactory = TrainEnvFactory(
+        settings.env, settings.env_wrapper, settings.env_kwargs
     )
+    if settings.sampler == SAMPLERS[0]:
+        factory = AtariEnvFactory(settings.env.name, settings.sampler)
+    actors = actor_settings(args, factory, run_dir)
     with run_lock(run_dir, busy=busy + "--log-folder"):
         return run(settings, args, run_dir, run_name, model_path, actors)
 
