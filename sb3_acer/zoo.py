@@ -1,49 +1,10 @@
 """``python -m sb3_acer.zoo``: ACER in rl-baselines3-zoo, kept at its documented path; the command is
 :mod:`sb3_acer.cli.zoo`, whose names this module hands on."""
 
-from sb3_acer.cli.zoo import (
-    ALGO,
-    HUB_TAGS,
-    MAX_METRICS_BYTES,
-    MAX_YAML_BYTES,
-    NET_ARCHS,
-    SCRIPTS,
-    TRUST_FLAG,
-    TRUSTED_PACKAGES,
-    LogFolderError,
-    bundled_ffmpeg,
-    check_log_folder,
-    convert_acer_params,
-    generate_metadata,
-    hub_download,
-    main,
-    model_card,
-    read_log_yaml,
-    register,
-    sample_acer_params,
-)
+from sb3_acer.cli import zoo as _zoo
+from sb3_acer.cli.zoo import *  # noqa: F403
 
-__all__ = [
-    "ALGO",
-    "HUB_TAGS",
-    "MAX_METRICS_BYTES",
-    "MAX_YAML_BYTES",
-    "NET_ARCHS",
-    "SCRIPTS",
-    "TRUSTED_PACKAGES",
-    "TRUST_FLAG",
-    "LogFolderError",
-    "bundled_ffmpeg",
-    "check_log_folder",
-    "convert_acer_params",
-    "generate_metadata",
-    "hub_download",
-    "main",
-    "model_card",
-    "read_log_yaml",
-    "register",
-    "sample_acer_params",
-]
+__all__ = _zoo.__all__
 
 if __name__ == "__main__":
-    main()
+    _zoo.main()
