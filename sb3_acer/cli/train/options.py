@@ -34,8 +34,9 @@ examples:
 
 Presets: {{presets}}.
 Without one, ACER's defaults are used with {DEFAULT_N_ENVS} envs, {DEFAULT_TIMESTEPS} steps and lr_schedule
-constant (Atari: {ATARI_N_ENVS} envs, AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule
-constant, {ATARI_TIMESTEPS} steps, as SB2's run_atari).
+constant (Atari: {ATARI_N_ENVS} envs on ale-py's vector env (--sampler) with DeepMind's
+preprocessing, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant, {ATARI_TIMESTEPS} steps, as
+SB2's run_atari).
 --hyperparams values are Python literals (1e-3, True, None, [64, 64], {{'net_arch': [32]}}), bare
 words (linear) or the zoo's dict(...) strings, read without eval (constants, lists, tuples, dicts,
 dict(key=value, ...) and class names only). Besides ACER's constructor arguments, 'normalize' turns
