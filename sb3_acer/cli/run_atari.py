@@ -38,13 +38,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import (
-    AtariEnvFactory,
+    TrainEnvFactory,
     actor_settings,
     add_actor_options,
     check_actor_options,
     ray_session,
 )
 from sb3_acer.cli.arguments import check_device, integer
+from sb3_acer.cli.environments import EnvInfo
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
 from sb3_acer.cli.run_folder import (
     check_can_create,
@@ -417,7 +418,9 @@ def _run(
     """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
     the run's log folder is added to ``logs``. With ``--actors`` the learner's own games are not played
     (they give the model its spaces) and the actors' episodes go to the Monitor log."""
-    actors = actor_settings(args, AtariEnvFactory(args.env, args.sampler), paths.monitor)
+    actors = actor_settings(
+        args, TrainEnvFactory(EnvInfo(args.env, atari=True), sampler=args.sampler), paths.monitor
+    )
     env = make_atari_vec_env(
         args.env,
         args.n_envs,

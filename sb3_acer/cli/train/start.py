@@ -15,7 +15,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer.acer import ACER
-from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory, actor_settings, check_actor_options
+from sb3_acer.cli.actors import TrainEnvFactory, actor_settings, check_actor_options
 from sb3_acer.cli.arguments import check_device
 from sb3_acer.cli.environments import torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
@@ -88,11 +88,9 @@ def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
         + (f", {settings.hyperparameters}" if settings.hyperparameters else "")
     )
     busy = f"another {PROG} train is writing to {run_dir}; wait for it to end, or choose another --seed or "
-    factory: TrainEnvFactory | AtariEnvFactory = TrainEnvFactory(
-        settings.env, settings.env_wrapper, settings.env_kwargs
-    )
-    if settings.sampler == SAMPLERS[0]:
-        factory = AtariEnvFactory(settings.env.name, settings.sampler)
+    # On ale-vector (run_env's split); on SB3's wrappers an Atari game is made as any other env.
+    sampler = settings.sampler if settings.sampler == SAMPLERS[0] else None
+    factory = TrainEnvFactory(settings.env, settings.env_wrapper, settings.env_kwargs, sampler)
     actors = actor_settings(args, factory, run_dir)
     with run_lock(run_dir, busy=busy + "--log-folder"):
         return run(settings, args, run_dir, run_name, model_path, actors)
