@@ -269,8 +269,7 @@ def _check_preset_values(preset: Preset) -> None:
     try:
         ACER.check_settings(preset.policy, **{**preset.hyperparameters, "verbose": 0})
     except (ValueError, TypeError) as error:
-        label = repr(preset.entry) + (f" (for {preset.env_id})" if preset.entry != preset.env_id else "")
-        raise UsageError(f"preset {label} in {PRESET_FILE}: {one_line(error)}") from None
+        raise UsageError(_preset_label(preset) + one_line(error)) from None
 
 
 def _accepted_hyperparameters() -> list[str]:
