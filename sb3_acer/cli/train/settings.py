@@ -101,20 +101,6 @@ class TrainSettings(NamedTuple):
     sampler: str | None = None
 
 
-class _Base(NamedTuple):
-    """The settings a run starts from: its preset's, or the defaults, before the command line's."""
-
-    n_envs: int
-    timesteps: int
-    policy: str
-    normalize: bool
-    normalize_kwargs: dict[str, Any]
-    env_wrapper: tuple[WrapperSpec, ...]
-    hyperparameters: dict[str, Any]
-    env_kwargs: dict[str, Any]
-    source: str
-
-
 def train_settings(args: argparse.Namespace) -> TrainSettings:
     """Combine the preset (or the defaults) with the command-line flags, checking everything."""
     overrides = parse_hyperparams(args.hyperparams or [])
@@ -142,8 +128,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
     env_kwargs = {**base.env_kwargs, **env_kwargs_option(args.env_kwargs)}
     if "policy_kwargs" in hyperparameters:
         hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
-    return TrainSettings(
-        env=info,
+    return base._replace(
         n_envs=base.n_envs if args.n_envs is None else args.n_envs,
         timesteps=base.timesteps if args.timesteps is None else args.timesteps,
         policy=base.policy if args.policy is None else args.policy,
@@ -152,7 +137,6 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         env_wrapper=wrappers,
         hyperparameters=hyperparameters,
         seed=args.seed,
-        source=base.source,
         env_kwargs=env_kwargs,
         sampler=_atari_sampler(args, info, bool(wrappers), bool(env_kwargs)),
     )
@@ -211,8 +195,9 @@ def _preset(info: EnvInfo) -> Preset | None:
 _ATARI_RUN = f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant)"
 
 
-def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
-    """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which."""
+def _base_settings(info: EnvInfo, preset: Preset | None) -> TrainSettings:
+    """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which, before
+    the command line's (seed 0)."""
     env_id = info.name
     if preset is not None:
         source = f"Using the tuned preset for {env_id} ({PRESET_FILE})."
@@ -223,7 +208,8 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
                 else (f"the preset '{ATARI_ENTRY}' (defaults for Atari games, ")
             )
             source = f"Using {which}{PRESET_FILE}) for {env_id}, over SB2 run_atari's settings {_ATARI_RUN}."
-        base = _Base(
+        base = TrainSettings(
+            info,
             preset.n_envs,
             preset.n_timesteps,
             preset.policy,
@@ -231,28 +217,24 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
             dict(preset.normalize_kwargs),
             preset.env_wrapper,
             dict(preset.hyperparameters),
-            dict(preset.env_kwargs),
+            0,
             source,
-        )
-    elif info.atari:
-        source = f"No preset for {env_id}: using ACER's defaults with SB2 run_atari's settings {_ATARI_RUN}."
-        base = _Base(
-            ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", False, {}, (), {"lr_schedule": "constant"}, {}, source
-        )
-    elif info.minatar:
-        source = f"No preset for {env_id}: using ACER's defaults with MinAtar's settings {_MINATAR_RUN}."
-        hyperparameters = {"policy_kwargs": MINATAR_POLICY_KWARGS, "lr_schedule": "constant"}
-        base = _Base(
-            MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", False, {}, (), hyperparameters, {}, source
+            dict(preset.env_kwargs),
         )
     else:
-        source = (
-            f"No preset for {env_id}: using ACER's defaults with the command line's fallback {_FALLBACK_RUN}."
-        )
-        hyperparameters = dict(FALLBACK_HYPERPARAMETERS)
-        base = _Base(
-            DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), hyperparameters, {}, source
-        )
+        if info.atari:
+            run = f"SB2 run_atari's settings {_ATARI_RUN}"
+            defaults = (ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", {"lr_schedule": "constant"})
+        elif info.minatar:
+            run = f"MinAtar's settings {_MINATAR_RUN}"
+            hyperparameters = {"policy_kwargs": MINATAR_POLICY_KWARGS, "lr_schedule": "constant"}
+            defaults = (MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", hyperparameters)
+        else:
+            run = f"the command line's fallback {_FALLBACK_RUN}"
+            defaults = (DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", dict(FALLBACK_HYPERPARAMETERS))
+        n_envs, timesteps, policy, hyperparameters = defaults
+        source = f"No preset for {env_id}: using ACER's defaults with {run}."
+        base = TrainSettings(info, n_envs, timesteps, policy, False, {}, (), hyperparameters, 0, source, {})
     sticky = gym.spec(env_id).kwargs.get("repeat_action_probability", 0.0) if info.atari else 0.0
     if sticky:
         source = base.source + (
