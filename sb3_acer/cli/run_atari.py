@@ -281,26 +281,6 @@ def _run_files(
     return places
 
 
-def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
-    """The model must not be saved over one of the run's own files, and no earlier run's file may still be
-    set aside by a run that was killed before it could put them back."""
-    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
-    for folder, pattern, what in _run_files(args, logdir, paths):
-        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
-            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
-        check_nothing_set_aside(set_aside_files(folder, pattern))
-
-
-def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
-    """The files of an earlier run that this one would replace, or leave beside its own as if they were its
-    own: the model and the run's files (:func:`_run_files`). Files it does not write (another game's
-    checkpoints, the evaluations of a run that does not evaluate) are not its to replace."""
-    found = [paths.final] if paths.final.exists() else []
-    for folder, pattern, _ in _run_files(args, logdir, paths):
-        found += sorted(folder.glob(pattern))
-    return found
-
-
 def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """ACER's constructor arguments from the command line (all but the policy and the env)."""
     return dict(
@@ -347,9 +327,18 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
 def _check_earlier_run(
     args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
 ) -> list[pathlib.Path]:
-    """The earlier run's files this run replaces (with --overwrite; without, their existence is an error)."""
-    _check_run_files(args, logdir, paths)
-    earlier = _earlier_run(args, logdir, paths)
+    """The files of an earlier run that this one replaces (with --overwrite; without, their existence is an
+    error), or would leave beside its own as if they were its own: the model and the run's files
+    (:func:`_run_files`); files it does not write (another game's checkpoints, the evaluations of a run that
+    does not evaluate) are not its to replace. The model must not be saved over one of the run's own files,
+    and no earlier run's file may still be set aside by a run that was killed before it could put it back."""
+    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
+    earlier = [paths.final] if paths.final.exists() else []
+    for folder, pattern, what in _run_files(args, logdir, paths):
+        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
+            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
+        check_nothing_set_aside(set_aside_files(folder, pattern))
+        earlier += sorted(folder.glob(pattern))
     if earlier and not args.overwrite:
         listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
         raise ValueError(
