@@ -45,8 +45,8 @@ from stable_baselines3.common.logger import Logger
 
 from benchmarks.common import ThresholdTracker, command_line, commit_at_start, script_parser
 from sb3_acer import ACER, CnnPolicy
-from sb3_acer.cli.actors import AtariEnvFactory, TrainEnvFactory
-from sb3_acer.cli.environments import make_env, resolve_env
+from sb3_acer.cli.actors import TrainEnvFactory
+from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env
 from sb3_acer.common.rollout import collect_segment
 from sb3_acer.distributed import RayActors
 from sb3_acer.distributed.actors import SegmentMessage
@@ -189,7 +189,11 @@ def atari_model(game: str, n_envs: int, device: str) -> ACER:
 def atari_run(game: str, n_actors: int, n_envs: int, seconds: float, device: str) -> dict[str, Any]:
     model = atari_model(game, n_envs, device)
     timer = StopAfter(seconds)
-    actors = RayActors(AtariEnvFactory(game, "ale-vector"), n_actors=n_actors) if n_actors else None
+    actors = (
+        RayActors(TrainEnvFactory(EnvInfo(game, atari=True), sampler="ale-vector"), n_actors=n_actors)
+        if n_actors
+        else None
+    )
     model.learn(10**9, callback=timer, actors=actors, log_interval=None)
     model.get_env().close()  # type: ignore[union-attr]
     return {

@@ -2,9 +2,9 @@
 SB3's A2C with its defaults on the same env, steps and envs.
 
 The command line falls back to ``MlpPolicy`` on ``DEFAULT_N_ENVS`` environments for ``DEFAULT_TIMESTEPS``
-steps with :data:`sb3_acer.cli.settings.FALLBACK_HYPERPARAMETERS` over the constructor's defaults (SB2's,
-kept for API compatibility). This script trains, side by side in one process, one after the other, with
-``torch.set_num_threads(1)``:
+steps with :data:`sb3_acer.cli.train.settings.FALLBACK_HYPERPARAMETERS` over the constructor's defaults
+(SB2's, kept for API compatibility). This script trains, side by side in one process, one after the other,
+with ``torch.set_num_threads(1)``:
 
 * ``A2C``: ``A2C("MlpPolicy", env)``, SB3's defaults;
 * ``ACER-constructor``: ``ACER("MlpPolicy", env)``, the constructor's (SB2's) defaults;
@@ -50,7 +50,7 @@ from benchmarks.common import (
     write_results,
 )
 from sb3_acer import ACER
-from sb3_acer.cli.settings import DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, FALLBACK_HYPERPARAMETERS
+from sb3_acer.cli.train.settings import DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, FALLBACK_HYPERPARAMETERS
 
 CONFIGS = ("A2C", "ACER-constructor", "ACER-fallback")
 WINDOW = 100

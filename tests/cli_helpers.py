@@ -45,6 +45,6 @@ def use_presets(monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any]) -> Non
 
 def settings_of(*argv: str) -> Any:
     from sb3_acer.cli import build_parser
-    from sb3_acer.cli.settings import train_settings
+    from sb3_acer.cli.train.settings import train_settings
 
     return train_settings(build_parser().parse_args(["train", *argv]))

@@ -27,8 +27,8 @@ from torch import nn
 
 import sb3_acer
 import sb3_acer.cli.run_folder
-import sb3_acer.cli.train
-import sb3_acer.cli.training
+import sb3_acer.cli.train.run
+import sb3_acer.cli.train.start
 from sb3_acer import ACER
 from sb3_acer.cli.arguments import parse_hyperparams
 from sb3_acer.presets import available_presets

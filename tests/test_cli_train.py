@@ -25,8 +25,8 @@ from torch import nn, optim
 
 import sb3_acer
 import sb3_acer.cli.run_folder
-import sb3_acer.cli.train
-import sb3_acer.cli.training
+import sb3_acer.cli.train.run
+import sb3_acer.cli.train.start
 from sb3_acer import ACER
 
 
@@ -225,13 +225,59 @@ def test_atari_without_opencv_is_one_line_before_anything_is_written(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "cv2", None)  # import cv2 raises ImportError
+    # ale-vector (the default) preprocesses in ale-py, without OpenCV; SB3's wrappers need it.
+    logs = str(tmp_path / "logs")
     code, _, err = run(
-        capsys, "train", "PongNoFrameskip-v4", *FAST, "--n-envs", "2", "--log-folder", str(tmp_path / "logs")
+        capsys,
+        "train",
+        "PongNoFrameskip-v4",
+        *FAST,
+        "--n-envs",
+        "2",
+        "--sampler",
+        "wrappers",
+        "--log-folder",
+        logs,
     )
     assert_one_line_error(
         code, err, 1, "Atari preprocessing (AtariWrapper) needs cv2: pip install 'sb3-acer[atari]'"
     )
     assert not any((tmp_path / "logs").rglob("*.*"))
+
+
+def test_train_runs_an_atari_game_on_ale_vector_wherever_it_serves_the_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """One training command: ``train`` plays Atari on run_atari's sampler, ale-py's vector env, unless the
+    run needs a Python env per game (SB3's wrappers)."""
+    pytest.importorskip("ale_py")
+    assert settings_of("PongNoFrameskip-v4").sampler == "ale-vector"
+    assert settings_of("PongNoFrameskip-v4", "--sampler", "wrappers").sampler == "wrappers"
+    assert settings_of("CartPole-v1").sampler is None
+    for argv in (
+        ["ALE/Pong-v5"],  # sticky actions
+        ["PongNoFrameskip-v4", "--env-kwargs", "full_action_space=True"],
+        ["PongNoFrameskip-v4", "--hyperparams", "env_wrapper=gymnasium.wrappers.ClipReward"],
+        ["PongNoFrameskip-v4", "--vec-env", "subproc"],
+    ):
+        assert settings_of(*argv).sampler == "wrappers", argv
+    code, _, err = run(capsys, "train", "ALE/Pong-v5", "--sampler", "ale-vector")
+    assert_one_line_error(
+        code, err, 2, "--sampler ale-vector: 'ALE/Pong-v5' has frameskip=4 and repeat_action_probability=0.25"
+    )
+    assert err.endswith("; use --sampler wrappers\n")
+    code, _, err = run(
+        capsys, "train", "PongNoFrameskip-v4", "--sampler", "ale-vector", "--vec-env", "subproc"
+    )
+    assert_one_line_error(
+        code,
+        err,
+        2,
+        "--sampler ale-vector: it steps the games in threads of its own (--vec-env); use --sampler",
+    )
+    code, _, err = run(capsys, "train", "CartPole-v1", "--sampler", "wrappers", "--log-folder", str(tmp_path))
+    assert_one_line_error(code, err, 2, "--sampler wrappers: CartPole-v1 is not an Atari game")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_train_an_atari_game_with_run_atari_settings(
@@ -261,13 +307,13 @@ def test_train_an_atari_game_with_run_atari_settings(
 def record_evaluation_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The ``deterministic`` flag of each ``EvalCallback`` that ``train`` makes, from now on."""
     evaluations: list[bool] = []
-    real = sb3_acer.cli.training.EvalCallback
+    real = sb3_acer.cli.train.run.EvalCallback
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         evaluations.append(kwargs["deterministic"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sb3_acer.cli.training, "EvalCallback", recording)
+    monkeypatch.setattr(sb3_acer.cli.train.run, "EvalCallback", recording)
     return evaluations
 
 

@@ -325,7 +325,7 @@ def test_a_downloaded_file_that_would_run_code_is_refused_before_the_folder_is_w
 ) -> None:
     tamper, expected = HOSTILE_REPOS[case]
     tamper(hub_repo)
-    monkeypatch.setattr("sb3_acer.zoo.MAX_METRICS_BYTES", 1_000_000)
+    monkeypatch.setattr("sb3_acer.cli.zoo.hub.MAX_METRICS_BYTES", 1_000_000)
     message = refused(LOAD)
     assert message.startswith("sb3_acer.zoo load_from_hub: error: "), message
     assert re.search(expected, message), message

@@ -224,7 +224,7 @@ def test_train_and_enjoy_a_minatar_game_by_id(
     that the test holds once every game has one)."""
     from cli_helpers import run
 
-    import sb3_acer.cli.settings as settings
+    import sb3_acer.cli.train.settings as settings
 
     def no_preset(env_id: str, **kwargs: Any) -> Any:
         raise KeyError(env_id)

@@ -30,8 +30,8 @@ from gymnasium import spaces
 
 import sb3_acer
 import sb3_acer.cli.run_folder
-import sb3_acer.cli.train
-import sb3_acer.cli.training
+import sb3_acer.cli.train.run
+import sb3_acer.cli.train.start
 from sb3_acer import ACER
 from sb3_acer.cli.errors import CLIError
 from sb3_acer.cli.run_folder import LOCK_NAME, run_lock
@@ -528,7 +528,7 @@ def test_ctrl_c_before_training_exits_130_without_a_traceback(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sb3_acer.cli.training, "make_env", interrupted)
+    monkeypatch.setattr(sb3_acer.cli.train.run, "make_env", interrupted)
     code, _, err = train(capsys, tmp_path)
     assert code == 130 and err == "interrupted\n"
     assert not (tmp_path / "CartPole-v1_0").exists()
@@ -610,8 +610,8 @@ def test_a_run_that_fails_to_start_puts_the_earlier_run_back(
         (KeyboardInterrupt(), 130),
     ):
         failing = _failing_on_second_build(failure)
-        monkeypatch.setattr(sb3_acer.cli.train, "ACER", failing)
-        monkeypatch.setattr(sb3_acer.cli.training, "ACER", failing)
+        monkeypatch.setattr(sb3_acer.cli.train.start, "ACER", failing)
+        monkeypatch.setattr(sb3_acer.cli.train.run, "ACER", failing)
         code, _, err = train(capsys, tmp_path, "--timesteps", "100", "--n-envs", "2", "--overwrite")
         assert code == expected_code, err
         assert snapshot(tmp_path) == before  # no .previous file left, no new Monitor log
@@ -676,15 +676,15 @@ def test_a_second_train_into_the_same_run_folder_stops_while_the_first_runs(
 
     # A run that passed its checks while the first was still training, and gets the folder once the first
     # has finished, finds the first run's files there: without --overwrite it stops.
-    previous_files = sb3_acer.cli.training.previous_files
+    previous_files = sb3_acer.cli.train.run.previous_files
     calls: list[int] = []
 
     def first_run_finishes_in_between(*args: Any) -> list[pathlib.Path]:
         calls.append(1)
         return [] if len(calls) == 1 else previous_files(*args)
 
-    monkeypatch.setattr(sb3_acer.cli.train, "previous_files", first_run_finishes_in_between)
-    monkeypatch.setattr(sb3_acer.cli.training, "previous_files", first_run_finishes_in_between)
+    monkeypatch.setattr(sb3_acer.cli.train.start, "previous_files", first_run_finishes_in_between)
+    monkeypatch.setattr(sb3_acer.cli.train.run, "previous_files", first_run_finishes_in_between)
     code, _, err = train(capsys, tmp_path)
     assert_one_line_error(code, err, 2, f"{run_dir} already holds a run; pass --overwrite")
     assert snapshot(run_dir) == before

@@ -26,9 +26,9 @@ once on a single env without logs) before it writes anything, and replaces an ea
 ``--save-path``, only with ``--overwrite``, which then removes all of that run's files. A run locks its
 folder while it writes there (``fcntl``; not on Windows): a second ``train`` into it stops with one line.
 
-The package: :mod:`~sb3_acer.cli.train` (options and checks) and :mod:`~sb3_acer.cli.training` (the run),
-:mod:`~sb3_acer.cli.settings` (preset and flags combined), :mod:`~sb3_acer.cli.enjoy`,
-:mod:`~sb3_acer.cli.plot`, :mod:`~sb3_acer.cli.run_atari` (``python -m sb3_acer.run_atari``);
+The package: :mod:`~sb3_acer.cli.train` (options, settings, checks and the run),
+:mod:`~sb3_acer.cli.enjoy`, :mod:`~sb3_acer.cli.plot`, :mod:`~sb3_acer.cli.run_atari`
+(``python -m sb3_acer.run_atari``), :mod:`~sb3_acer.cli.zoo` (``python -m sb3_acer.zoo``);
 :mod:`~sb3_acer.cli.run_folder` is the run-folder policy of ``train`` and ``run_atari``, and
 :mod:`~sb3_acer.cli.arguments`, :mod:`~sb3_acer.cli.environments`, :mod:`~sb3_acer.cli.imports` (what a
 command imports: the modules the user names, never one that only a file names),

@@ -21,7 +21,6 @@ from sb3_acer.envs.atari import make_atari_vec_env
 from sb3_acer.presets import WrapperSpec
 
 __all__ = [
-    "AtariEnvFactory",
     "TrainEnvFactory",
     "actor_settings",
     "add_actor_options",
@@ -86,27 +85,26 @@ def check_actor_options(args: argparse.Namespace, normalize: bool = False) -> No
 
 
 class TrainEnvFactory:
-    """The actors' envs of ``sb3-acer train``: ``make_env`` with the run's wrappers and env kwargs, after the
-    env's packages are imported in the actor's process (picklable)."""
+    """The actors' envs of a training run (picklable): an Atari game on ``sampler`` by
+    :func:`~sb3_acer.envs.atari.make_atari_vec_env` (one emulator thread per actor), any other env by
+    ``make_env`` with the run's wrappers and env kwargs, after the env's packages are imported in the actor's
+    process."""
 
-    def __init__(self, info: EnvInfo, wrappers: tuple[WrapperSpec, ...], env_kwargs: dict[str, Any]) -> None:
-        self.info, self.wrappers, self.env_kwargs = info, wrappers, env_kwargs
+    def __init__(
+        self,
+        info: EnvInfo,
+        wrappers: tuple[WrapperSpec, ...] = (),
+        env_kwargs: dict[str, Any] | None = None,
+        sampler: str | None = None,
+    ) -> None:
+        self.info, self.wrappers, self.env_kwargs, self.sampler = info, wrappers, env_kwargs or {}, sampler
         self.__name__ = info.env_id
 
     def __call__(self, n_envs: int, seed: int | None) -> VecEnv:
+        if self.sampler is not None:
+            return make_atari_vec_env(self.info.name, n_envs, seed=seed, sampler=self.sampler, num_threads=1)
         resolve_env(self.info.env_id, self.info.packages)  # registers the ids in the actor's process
         return make_env(self.info, n_envs, seed, wrappers=self.wrappers, env_kwargs=self.env_kwargs)
-
-
-class AtariEnvFactory:
-    """The actors' games of ``run_atari`` (picklable)."""
-
-    def __init__(self, env_id: str, sampler: str) -> None:
-        self.env_id, self.sampler = env_id, sampler
-        self.__name__ = env_id
-
-    def __call__(self, n_envs: int, seed: int | None) -> VecEnv:
-        return make_atari_vec_env(self.env_id, n_envs, seed=seed, sampler=self.sampler, num_threads=1)
 
 
 def actor_settings(

@@ -13,12 +13,14 @@ from typing import Any, NoReturn
 import torch as th
 
 from sb3_acer.cli.errors import UsageError
+from sb3_acer.presets import check_env_kwargs
 from sb3_acer.presets.expressions import read_expression
 
 __all__ = [
     "Parser",
     "add_gym_packages",
     "check_device",
+    "env_kwargs_option",
     "integer",
     "non_negative_int",
     "parse_hyperparams",
@@ -69,6 +71,15 @@ def parse_hyperparams(items: Sequence[str], flag: str = "--hyperparams") -> dict
                     raise UsageError(f"{flag} {key}: {error}") from None
         result[key] = value
     return result
+
+
+def env_kwargs_option(items: list[str] | None) -> dict[str, Any]:
+    """``--env-kwargs key=value ...``, read as ``--hyperparams`` are."""
+    parsed = parse_hyperparams(items or [], flag="--env-kwargs")
+    try:
+        return check_env_kwargs(parsed)
+    except ValueError as error:
+        raise UsageError(f"--{error}".replace("--env_kwargs", "--env-kwargs", 1)) from None
 
 
 def integer(text: str, what: str, minimum: int, maximum: int | None = None) -> int:

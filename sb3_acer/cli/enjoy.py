@@ -17,13 +17,18 @@ from stable_baselines3.common.utils import check_for_correct_spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer.acer import ACER
-from sb3_acer.cli.arguments import add_gym_packages, positive_int, random_seed, torch_device
+from sb3_acer.cli.arguments import (
+    add_gym_packages,
+    env_kwargs_option,
+    positive_int,
+    random_seed,
+    torch_device,
+)
 from sb3_acer.cli.environments import EnvInfo, make_env, resolve_env, torch_threads
 from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line
 from sb3_acer.cli.imports import check_file_modules, top_level
 from sb3_acer.cli.normalization import load_normalization
 from sb3_acer.cli.run_folder import check_can_create, model_file, remove_folders, sidecar
-from sb3_acer.cli.settings import env_kwargs_option
 from sb3_acer.common.save_util.model_file import ModelFileError
 from sb3_acer.presets import WrapperSpec, check_env_kwargs, env_wrappers
 

@@ -28,7 +28,6 @@ import inspect
 import pathlib
 import shutil
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -39,13 +38,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import (
-    AtariEnvFactory,
+    TrainEnvFactory,
     actor_settings,
     add_actor_options,
     check_actor_options,
     ray_session,
 )
 from sb3_acer.cli.arguments import check_device, integer
+from sb3_acer.cli.environments import EnvInfo
 from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
 from sb3_acer.cli.run_folder import (
     check_can_create,
@@ -56,11 +56,10 @@ from sb3_acer.cli.run_folder import (
     put_back,
     remove_folders,
     run_lock,
-    save_elsewhere,
     set_aside,
     set_aside_files,
 )
-from sb3_acer.common.save_util.model_file import saving_through_ctrl_c
+from sb3_acer.cli.train.run import learn_until_stopped, save_trained
 from sb3_acer.common.schedules import LR_SCHEDULES
 from sb3_acer.distributed import RayActors
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
@@ -77,143 +76,122 @@ def _whole_number(text: str) -> int:
     return integer(text, "a whole number", minimum=-(2**63))
 
 
+#: The end of an option's help that gives its default.
+_DEFAULT = " (default: %(default)s)"
+_COUNT = dict(type=_whole_number)
+
+#: SB2's options and run_atari's own, by group: (flags, argparse settings, help, whether the help ends with
+#: the default).
+OPTIONS: dict[str, list[tuple[tuple[str, ...], dict[str, Any], str, bool]]] = {
+    "game and run (SB2's options)": [
+        (("--env",), dict(default="BreakoutNoFrameskip-v4"), "NoFrameskip-v4 environment id", True),
+        (("--seed",), dict(_COUNT, default=0), "seed of everything; game i gets seed + i", True),
+        (
+            ("--num-timesteps",),
+            dict(_COUNT, default=10_000_000),
+            "agent steps to train for, all envs together; 1 step = 4 frames",
+            True,
+        ),
+        (
+            ("--policy",),
+            dict(choices=sorted(POLICIES), default="cnn"),
+            "cnn: Nature CNN; lstm / lnlstm: Nature CNN + LSTM (256 units), plain / layer-normalised",
+            True,
+        ),
+        (
+            ("--lr_schedule", "--lr-schedule"),
+            dict(dest="lr_schedule", choices=sorted(LR_SCHEDULES), default="constant", metavar="NAME"),
+            "learning-rate schedule: " + ", ".join(sorted(LR_SCHEDULES)),
+            True,
+        ),
+        (
+            ("--logdir",),
+            dict(default=None),
+            "folder for TensorBoard and CSV logs (<logdir>/ACER_<n>), Monitor files, evaluations and "
+            "checkpoints; nothing is logged to disk without it",
+            True,
+        ),
+    ],
+    "training": [
+        (("--n-envs",), dict(_COUNT, default=16), "games played side by side", True),
+        (
+            ("--sampler",),
+            dict(choices=SAMPLERS, default=SAMPLERS[0]),
+            "ale-vector: ale-py's threaded C++ vector env (faster); wrappers: SB3's Atari wrappers",
+            True,
+        ),
+        (("--device",), dict(default="auto"), "torch device: auto, cpu, cuda, cuda:1, ...", True),
+        (("--learning-rate",), dict(type=float, default=7e-4), "initial learning rate", True),
+        (
+            ("--buffer-size",),
+            dict(_COUNT, default=5000),
+            "replay capacity in steps per env (SB2's Atari value)",
+            True,
+        ),
+        (("--replay-ratio",), dict(type=float, default=4.0), "mean replay updates per update", True),
+        (("--replay-start",), dict(_COUNT, default=1000), "steps per env stored before replay starts", True),
+        (("--torch-threads",), dict(_COUNT, default=None), "torch CPU threads (default: torch's)", False),
+        (
+            ("--env-threads",),
+            dict(_COUNT, default=0),
+            "emulator threads of ale-vector (0: one per core)",
+            True,
+        ),
+    ],
+    "output": [
+        (
+            ("--save-path",),
+            dict(default=None),
+            "where the final model is saved (default: <logdir>/acer_<env>.zip, or ./acer_<env>.zip)",
+            False,
+        ),
+        (
+            ("--checkpoint-freq",),
+            dict(_COUNT, default=1_000_000),
+            "save a checkpoint every this many steps in <logdir or save folder>/checkpoints; 0: never",
+            True,
+        ),
+        (("--eval-freq",), dict(_COUNT, default=250_000), "evaluate every this many steps; 0: never", True),
+        (
+            ("--n-eval-episodes",),
+            dict(_COUNT, default=5),
+            "full games per evaluation, played in parallel",
+            True,
+        ),
+        (
+            ("--eval-deterministic",),
+            dict(action="store_true"),
+            "evaluate the greedy policy instead of sampling (with ale-vector, a greedy policy that never "
+            "presses FIRE after a lost life plays on until the 108k-frame limit in games such as Breakout)",
+            False,
+        ),
+        (("--log-interval",), dict(_COUNT, default=100), "updates between log lines", True),
+        (
+            ("--overwrite",),
+            dict(action="store_true"),
+            "replace an earlier run's model, Monitor log, checkpoints, evaluations and best model where "
+            "this run writes them (without it, such files stop the run before it starts)",
+            False,
+        ),
+        (("--no-progress-bar",), dict(action="store_true"), "hide the progress bar", False),
+        (("--verbose",), dict(type=int, default=1, choices=(0, 1, 2)), "0: quiet", True),
+    ],
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m sb3_acer.run_atari",
         description=__doc__,
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=32),
     )
-    _add_game_options(parser.add_argument_group("game and run (SB2's options)"))
-    _add_training_options(parser.add_argument_group("training"))
-    _add_output_options(parser.add_argument_group("output"))
+    for title, options in OPTIONS.items():
+        group = parser.add_argument_group(title)
+        for flags, settings, text, with_default in options:
+            group.add_argument(*flags, **settings, help=text + (_DEFAULT if with_default else ""))
+        if title == "training":
+            add_actor_options(group)
     return parser
-
-
-#: The end of an option's help that gives its default.
-_DEFAULT = " (default: %(default)s)"
-
-
-def _add_game_options(game: argparse._ArgumentGroup) -> None:
-    default = _DEFAULT
-    game.add_argument(
-        "--env", default="BreakoutNoFrameskip-v4", help="NoFrameskip-v4 environment id" + default
-    )
-    game.add_argument(
-        "--seed", type=_whole_number, default=0, help="seed of everything; game i gets seed + i" + default
-    )
-    game.add_argument(
-        "--num-timesteps",
-        type=_whole_number,
-        default=10_000_000,
-        help="agent steps to train for, all envs together; 1 step = 4 frames" + default,
-    )
-    game.add_argument(
-        "--policy",
-        choices=sorted(POLICIES),
-        default="cnn",
-        help="cnn: Nature CNN; lstm / lnlstm: Nature CNN + LSTM (256 units), plain / layer-normalised"
-        + default,
-    )
-    game.add_argument(
-        "--lr_schedule",
-        "--lr-schedule",
-        dest="lr_schedule",
-        choices=sorted(LR_SCHEDULES),
-        default="constant",
-        metavar="NAME",
-        help="learning-rate schedule: " + ", ".join(sorted(LR_SCHEDULES)) + default,
-    )
-    game.add_argument(
-        "--logdir",
-        default=None,
-        help="folder for TensorBoard and CSV logs (<logdir>/ACER_<n>), Monitor files, evaluations and "
-        "checkpoints; "
-        "nothing is logged to disk without it" + default,
-    )
-
-
-def _add_training_options(run: argparse._ArgumentGroup) -> None:
-    default = _DEFAULT
-    run.add_argument("--n-envs", type=_whole_number, default=16, help="games played side by side" + default)
-    run.add_argument(
-        "--sampler",
-        choices=SAMPLERS,
-        default=SAMPLERS[0],
-        help="ale-vector: ale-py's threaded C++ vector env (faster); wrappers: SB3's Atari wrappers"
-        + default,
-    )
-    run.add_argument("--device", default="auto", help="torch device: auto, cpu, cuda, cuda:1, ..." + default)
-    run.add_argument("--learning-rate", type=float, default=7e-4, help="initial learning rate" + default)
-    run.add_argument(
-        "--buffer-size",
-        type=_whole_number,
-        default=5000,
-        help="replay capacity in steps per env (SB2's Atari value)" + default,
-    )
-    run.add_argument(
-        "--replay-ratio", type=float, default=4.0, help="mean replay updates per update" + default
-    )
-    run.add_argument(
-        "--replay-start",
-        type=_whole_number,
-        default=1000,
-        help="steps per env stored before replay starts" + default,
-    )
-    run.add_argument(
-        "--torch-threads", type=_whole_number, default=None, help="torch CPU threads (default: torch's)"
-    )
-    run.add_argument(
-        "--env-threads",
-        type=_whole_number,
-        default=0,
-        help="emulator threads of ale-vector (0: one per core)" + default,
-    )
-    add_actor_options(run)
-
-
-def _add_output_options(output: argparse._ArgumentGroup) -> None:
-    default = _DEFAULT
-    output.add_argument(
-        "--save-path",
-        default=None,
-        help="where the final model is saved (default: <logdir>/acer_<env>.zip, or ./acer_<env>.zip)",
-    )
-    output.add_argument(
-        "--checkpoint-freq",
-        type=_whole_number,
-        default=1_000_000,
-        help="save a checkpoint every this many steps in <logdir or save folder>/checkpoints; 0: never"
-        + default,
-    )
-    output.add_argument(
-        "--eval-freq",
-        type=_whole_number,
-        default=250_000,
-        help="evaluate every this many steps; 0: never" + default,
-    )
-    output.add_argument(
-        "--n-eval-episodes",
-        type=_whole_number,
-        default=5,
-        help="full games per evaluation, played in parallel" + default,
-    )
-    output.add_argument(
-        "--eval-deterministic",
-        action="store_true",
-        help="evaluate the greedy policy instead of sampling (with ale-vector, a greedy policy that never "
-        "presses FIRE after a lost life plays on until the 108k-frame limit in games such as Breakout)",
-    )
-    output.add_argument(
-        "--log-interval", type=_whole_number, default=100, help="updates between log lines" + default
-    )
-    output.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace an earlier run's model, Monitor log, checkpoints, evaluations and best model where "
-        "this run writes them (without it, such files stop the run before it starts)",
-    )
-    output.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
-    output.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="0: quiet" + default)
 
 
 #: Steps per env of one update: ACER's ``n_steps``, which run_atari leaves at its default (SB2's 20).
@@ -303,26 +281,6 @@ def _run_files(
     return places
 
 
-def _check_run_files(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> None:
-    """The model must not be saved over one of the run's own files, and no earlier run's file may still be
-    set aside by a run that was killed before it could put them back."""
-    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
-    for folder, pattern, what in _run_files(args, logdir, paths):
-        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
-            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
-        check_nothing_set_aside(set_aside_files(folder, pattern))
-
-
-def _earlier_run(args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths) -> list[pathlib.Path]:
-    """The files of an earlier run that this one would replace, or leave beside its own as if they were its
-    own: the model and the run's files (:func:`_run_files`). Files it does not write (another game's
-    checkpoints, the evaluations of a run that does not evaluate) are not its to replace."""
-    found = [paths.final] if paths.final.exists() else []
-    for folder, pattern, _ in _run_files(args, logdir, paths):
-        found += sorted(folder.glob(pattern))
-    return found
-
-
 def _acer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """ACER's constructor arguments from the command line (all but the policy and the env)."""
     return dict(
@@ -369,9 +327,18 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
 def _check_earlier_run(
     args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths
 ) -> list[pathlib.Path]:
-    """The earlier run's files this run replaces (with --overwrite; without, their existence is an error)."""
-    _check_run_files(args, logdir, paths)
-    earlier = _earlier_run(args, logdir, paths)
+    """The files of an earlier run that this one replaces (with --overwrite; without, their existence is an
+    error), or would leave beside its own as if they were its own: the model and the run's files
+    (:func:`_run_files`); files it does not write (another game's checkpoints, the evaluations of a run that
+    does not evaluate) are not its to replace. The model must not be saved over one of the run's own files,
+    and no earlier run's file may still be set aside by a run that was killed before it could put it back."""
+    target = paths.final.resolve()  # a link is followed: its target is what the save replaces
+    earlier = [paths.final] if paths.final.exists() else []
+    for folder, pattern, what in _run_files(args, logdir, paths):
+        if target.parent == folder.resolve() and fnmatch.fnmatch(target.name, pattern):
+            raise ValueError(f"--save-path {paths.final} is where this run writes {what}; choose another")
+        check_nothing_set_aside(set_aside_files(folder, pattern))
+        earlier += sorted(folder.glob(pattern))
     if earlier and not args.overwrite:
         listed = ", ".join(str(path) for path in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
         raise ValueError(
@@ -440,7 +407,9 @@ def _run(
     """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
     the run's log folder is added to ``logs``. With ``--actors`` the learner's own games are not played
     (they give the model its spaces) and the actors' episodes go to the Monitor log."""
-    actors = actor_settings(args, AtariEnvFactory(args.env, args.sampler), paths.monitor)
+    actors = actor_settings(
+        args, TrainEnvFactory(EnvInfo(args.env, atari=True), sampler=args.sampler), paths.monitor
+    )
     env = make_atari_vec_env(
         args.env,
         args.n_envs,
@@ -537,46 +506,36 @@ def _learn_and_save(
 ) -> None:
     """Train (Ctrl-C or a failure stops it) and save what was trained at ``final``; ``SystemExit`` with one
     line when nothing was trained, the model could not be saved there, or a failure stopped training."""
-    failure: Exception | None = None
-    try:
-        model.learn(
-            total_timesteps=args.num_timesteps,
-            callback=callbacks,
-            log_interval=args.log_interval,
-            progress_bar=not args.no_progress_bar,
-            actors=actors,
-        )
-    except KeyboardInterrupt:
-        if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one
+    interrupted, failure = learn_until_stopped(
+        model,
+        args.verbose,
+        total_timesteps=args.num_timesteps,
+        callback=callbacks,
+        log_interval=args.log_interval,
+        progress_bar=not args.no_progress_bar,
+        actors=actors,
+    )
+    if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one
+        if interrupted:
             print(
                 "interrupted before the first step: nothing was trained, so no model was saved",
                 file=sys.stderr,
             )
-            raise SystemExit(130) from None
+            raise SystemExit(130)
+        if failure is not None:
+            stopped = stopped_by(failure, 0)
+            print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
+            raise SystemExit(1)
+    if interrupted:
         print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
-    except Exception as error:  # the emulator, a worker or a callback failed: keep what was trained
-        failure = error
-        if args.verbose:
-            traceback.print_exc()
-    stopped = stopped_by(failure, model.num_timesteps)
-    trained = "the trained model" if failure is None else "the model trained so far"
-    if failure is not None and model.num_timesteps == 0:
-        print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
-        raise SystemExit(1)
     keep()  # the earlier run's files set aside by --overwrite go: this run has something to save
-    with saving_through_ctrl_c():
-        try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            model.save(final)
-        except OSError as error:  # the disk filled up, the folder went away: keep the model elsewhere
-            reason = error.strerror or error
-            rescue = save_elsewhere(model.save, final, final.name)
-            if rescue is None:  # the temporary folder refused it too
-                message = f"cannot save the model to {final} nor anywhere else: {reason}"
-            else:
-                message = f"cannot save the model to {final}: {reason}; {trained} is in {rescue}"
-            print(f"error: {stopped}{message}", file=sys.stderr)
-            raise SystemExit(1) from None
-    if failure is not None:
-        print(f"error: {stopped}{trained} is in {final}", file=sys.stderr)
-        raise SystemExit(1)
+
+    def save(path: pathlib.Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        model.save(path)
+
+    try:
+        save_trained(model, save, final, failure)
+    except CLIError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None

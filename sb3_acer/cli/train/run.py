@@ -13,7 +13,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
@@ -39,12 +39,23 @@ from sb3_acer.cli.run_folder import (
     set_aside_name,
     sidecar,
 )
-from sb3_acer.cli.settings import TrainSettings
+from sb3_acer.cli.train.settings import TrainSettings
 from sb3_acer.common.save_util.model_file import saving_through_ctrl_c, write_atomically
 from sb3_acer.distributed import RayActors
+from sb3_acer.envs.atari import SAMPLERS, make_atari_vec_env
 from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
 
-__all__ = ["RUN_FILES", "BestModelSaver", "model_files", "previous_files", "run", "training_env"]
+__all__ = [
+    "RUN_FILES",
+    "BestModelSaver",
+    "learn_until_stopped",
+    "model_files",
+    "previous_files",
+    "run",
+    "run_env",
+    "save_trained",
+    "training_env",
+]
 
 #: The files a ``train`` run writes in its run folder (``--save-path`` moves the three ``model.*`` ones).
 RUN_FILES = (
@@ -90,19 +101,36 @@ def previous_files(run_dir: pathlib.Path, model_path: pathlib.Path, overwrite: b
     return in_run_dir + beside_model
 
 
-def training_env(
-    settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None, subprocesses: bool = False
+def run_env(
+    settings: TrainSettings,
+    n_envs: int,
+    seed: int,
+    monitor_dir: pathlib.Path | None = None,
+    subprocesses: bool = False,
 ) -> VecEnv:
-    """The run's training env: ``n_envs`` wrapped envs, in ``VecNormalize`` when the run normalises."""
-    env = make_env(
+    """``n_envs`` envs of the run: an Atari game on ale-vector by
+    :func:`~sb3_acer.envs.atari.make_atari_vec_env`, any other env (and Atari on SB3's wrappers) by
+    :func:`~sb3_acer.cli.environments.make_env` with the run's wrappers and env kwargs."""
+    if settings.sampler == SAMPLERS[0]:
+        monitor = None if monitor_dir is None else str(monitor_dir)
+        return make_atari_vec_env(settings.env.name, n_envs, seed=seed, monitor_dir=monitor)
+    return make_env(
         settings.env,
         n_envs,
-        settings.seed,
+        seed,
         monitor_dir=monitor_dir,
         wrappers=settings.env_wrapper,
         env_kwargs=settings.env_kwargs,
         subprocesses=subprocesses,
     )
+
+
+def training_env(
+    settings: TrainSettings, n_envs: int, monitor_dir: pathlib.Path | None = None, subprocesses: bool = False
+) -> VecEnv:
+    """The run's training env: ``n_envs`` envs (:func:`run_env`), in ``VecNormalize`` when the run
+    normalises."""
+    env = run_env(settings, n_envs, settings.seed, monitor_dir, subprocesses)
     if not settings.normalize:
         return env
     try:
@@ -229,23 +257,16 @@ def run(
     # The earlier run's files stay aside until this one has trained something (see below).
     eval_callback, on_best = _evaluation(settings, args, run_dir, model, env)
     start = time.perf_counter()
-    interrupted = False
-    failure: Exception | None = None
-    try:
-        with ray_session(actors):
-            model.learn(
-                total_timesteps=settings.timesteps,
-                callback=[] if eval_callback is None else [eval_callback],
-                progress_bar=not args.no_progress_bar,
-                tb_log_name=run_name,
-                actors=actors,
-            )
-    except KeyboardInterrupt:
-        interrupted = True
-    except Exception as error:  # the env (or a worker) failed hours in: keep what was trained
-        failure = error
-        if args.verbose:
-            traceback.print_exc()
+    with ray_session(actors):
+        interrupted, failure = learn_until_stopped(
+            model,
+            args.verbose,
+            total_timesteps=settings.timesteps,
+            callback=[] if eval_callback is None else [eval_callback],
+            progress_bar=not args.no_progress_bar,
+            tb_log_name=run_name,
+            actors=actors,
+        )
     elapsed = time.perf_counter() - start
     stopped = stopped_by(failure, model.num_timesteps)
     unusable = None
@@ -265,18 +286,70 @@ def run(
         print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
     for _, moved in aside:
         moved.unlink()
+    saved: list[pathlib.Path | None] = []  # the statistics' path, once the model is saved
+    try:
+        pressed = save_trained(
+            model,
+            lambda path: saved.append(_save_run(model, env, settings, run_dir, path)),
+            model_path,
+            failure,
+            rescue=("model.zip", [run_dir]),
+        )
+    finally:
+        env.close()
+    _summary(model, settings, elapsed, eval_callback, on_best, run_dir, model_path, saved[0])
+    return 130 if interrupted or pressed else 0
+
+
+def learn_until_stopped(model: ACER, verbose: int, **learn_kwargs: Any) -> tuple[bool, Exception | None]:
+    """``model.learn(**learn_kwargs)`` until it is done, Ctrl-C stops it (``interrupted``) or the env, a
+    worker or a callback fails hours in (``failure``, whose traceback is printed when ``verbose``): what was
+    trained is kept either way. Returns ``(interrupted, failure)``."""
+    try:
+        model.learn(**learn_kwargs)
+    except KeyboardInterrupt:
+        return True, None
+    except Exception as error:
+        if verbose:
+            traceback.print_exc()
+        return False, error
+    return False, None
+
+
+def save_trained(
+    model: ACER,
+    save: Callable[[pathlib.Path], object],
+    path: pathlib.Path,
+    failure: Exception | None,
+    rescue: tuple[str, list[pathlib.Path]] | None = None,
+) -> bool:
+    """Save what was trained with ``save(path)`` through Ctrl-C (returns whether it was pressed); where
+    ``path`` refuses it (the disk filled up, the folder went away), as ``rescue``'s name (default: the same)
+    in its folders or a temporary one.
+
+    Raises:
+        CLIError: the model could not be saved at ``path`` (the line says where it is), or ``failure``
+            stopped training (the line says so, and where the model trained so far is).
+    """
+    stopped = stopped_by(failure, model.num_timesteps)
     trained = "the trained model" if failure is None else "the model trained so far"
     with saving_through_ctrl_c() as pressed:
         try:
-            normalization_path = _save_run(model, env, settings, run_dir, model_path)
-        except OSError as error:  # the disk filled up, the folder went away: keep the model where it can be
-            _save_elsewhere(model, env, settings, run_dir, model_path, error, stopped, trained)
-        finally:
-            env.close()
+            save(path)
+        except OSError as error:
+            reason = error.strerror or one_line(error)
+            name, folders = rescue or (path.name, [])
+            elsewhere = save_elsewhere(save, path, name, folders)
+            if elsewhere is None:
+                raise CLIError(
+                    f"{stopped}cannot save the model to {path} nor anywhere else: {reason}"
+                ) from None
+            raise CLIError(
+                f"{stopped}cannot save the model to {path}: {reason}; {trained} is in {elsewhere}"
+            ) from None
     if failure is not None:
-        raise CLIError(f"{stopped}{trained} is in {model_path}")
-    _summary(model, settings, elapsed, eval_callback, on_best, run_dir, model_path, normalization_path)
-    return 130 if interrupted or pressed else 0
+        raise CLIError(f"{stopped}{trained} is in {path}")
+    return bool(pressed)
 
 
 def _start(
@@ -324,13 +397,7 @@ def _evaluation(
     """``--eval-freq``: the callback evaluating the model on a separate env, and the one saving the best."""
     if not args.eval_freq:
         return None, None
-    eval_env = make_env(
-        settings.env,
-        1,
-        settings.seed + 1000,
-        wrappers=settings.env_wrapper,
-        env_kwargs=settings.env_kwargs,
-    )
+    eval_env = run_env(settings, 1, settings.seed + 1000)
     if isinstance(env, VecNormalize):
         # EvalCallback syncs its statistics with the training env's before each evaluation.
         eval_env = evaluation_normalization(eval_env, like=env)
@@ -348,31 +415,6 @@ def _evaluation(
         verbose=1,
     )
     return eval_callback, on_best
-
-
-def _save_elsewhere(
-    model: ACER,
-    env: VecEnv,
-    settings: TrainSettings,
-    run_dir: pathlib.Path,
-    model_path: pathlib.Path,
-    error: OSError,
-    stopped: str,
-    trained: str,
-) -> NoReturn:
-    """The model could not be saved at ``model_path`` (``error``): save it in the run folder or a temporary
-    one, and raise :class:`CLIError` saying where."""
-    reason = error.strerror or one_line(error)
-    rescue = save_elsewhere(
-        lambda path: _save_run(model, env, settings, run_dir, path), model_path, "model.zip", [run_dir]
-    )
-    if rescue is None:
-        raise CLIError(
-            f"{stopped}cannot save the model to {model_path} nor anywhere else: {reason}"
-        ) from None
-    raise CLIError(
-        f"{stopped}cannot save the model to {model_path}: {reason}; {trained} is in {rescue}"
-    ) from None
 
 
 def _summary(

@@ -10,10 +10,11 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 
 from sb3_acer.acer.acer import ACER
-from sb3_acer.cli.arguments import parse_hyperparams
+from sb3_acer.cli.arguments import env_kwargs_option, parse_hyperparams
 from sb3_acer.cli.environments import EnvInfo, resolve_env
 from sb3_acer.cli.errors import UsageError, one_line
 from sb3_acer.cli.imports import working_directory_importable
+from sb3_acer.envs.atari import SAMPLERS, ale_game_name
 from sb3_acer.presets import (
     ATARI_ENTRY,
     ATARI_FRAME_STACK,
@@ -21,7 +22,6 @@ from sb3_acer.presets import (
     Preset,
     PresetError,
     WrapperSpec,
-    check_env_kwargs,
     env_wrappers,
     load_preset,
     normalize_kwargs,
@@ -34,7 +34,6 @@ __all__ = [
     "DEFAULT_TIMESTEPS",
     "FALLBACK_HYPERPARAMETERS",
     "TrainSettings",
-    "env_kwargs_option",
     "train_settings",
 ]
 
@@ -98,20 +97,8 @@ class TrainSettings(NamedTuple):
     source: str
     #: Keyword arguments of ``gymnasium.make`` (the preset's ``env_kwargs`` with ``--env-kwargs`` over them).
     env_kwargs: dict[str, Any]
-
-
-class _Base(NamedTuple):
-    """The settings a run starts from: its preset's, or the defaults, before the command line's."""
-
-    n_envs: int
-    timesteps: int
-    policy: str
-    normalize: bool
-    normalize_kwargs: dict[str, Any]
-    env_wrapper: tuple[WrapperSpec, ...]
-    hyperparameters: dict[str, Any]
-    env_kwargs: dict[str, Any]
-    source: str
+    #: How an Atari game is run (:data:`~sb3_acer.envs.atari.SAMPLERS`); ``None`` for other games.
+    sampler: str | None = None
 
 
 def train_settings(args: argparse.Namespace) -> TrainSettings:
@@ -141,8 +128,7 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
     env_kwargs = {**base.env_kwargs, **env_kwargs_option(args.env_kwargs)}
     if "policy_kwargs" in hyperparameters:
         hyperparameters["policy_kwargs"] = _resolve_policy_kwargs(hyperparameters["policy_kwargs"])
-    return TrainSettings(
-        env=info,
+    return base._replace(
         n_envs=base.n_envs if args.n_envs is None else args.n_envs,
         timesteps=base.timesteps if args.timesteps is None else args.timesteps,
         policy=base.policy if args.policy is None else args.policy,
@@ -151,9 +137,45 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         env_wrapper=wrappers,
         hyperparameters=hyperparameters,
         seed=args.seed,
-        source=base.source,
         env_kwargs=env_kwargs,
+        sampler=_atari_sampler(args, info, bool(wrappers), bool(env_kwargs)),
     )
+
+
+def _atari_sampler(
+    args: argparse.Namespace, info: EnvInfo, wrapped: bool, made_with_kwargs: bool
+) -> str | None:
+    """``--sampler``: for an Atari game, ale-py's vector env (run_atari's default) wherever it serves the run,
+    otherwise (or when asked) SB3's wrappers, which make a Python env per game; ``None`` for other games.
+
+    Raises:
+        UsageError: ``--sampler`` for a game that is not Atari's, or ``ale-vector`` where it cannot serve.
+    """
+    asked = getattr(args, "sampler", None)
+    if not info.atari:
+        if asked is not None:
+            raise UsageError(f"--sampler {asked}: {info.env_id} is not an Atari game")
+        return None
+    if asked == "wrappers":
+        return asked
+    reasons = [
+        (made_with_kwargs, "env_kwargs are arguments of gymnasium.make, which it does not call"),
+        (wrapped, "env_wrapper wraps a Python env per game, which it does not have"),
+        (
+            getattr(args, "vec_env", "dummy") != "dummy",
+            "it steps the games in threads of its own (--vec-env)",
+        ),
+    ]
+    try:
+        ale_game_name(info.name)
+    except ValueError as error:  # sticky actions or another frame skip (ALE/...-v5): only the wrappers run it
+        reasons.append((True, one_line(error)))
+    refused = [reason for applies, reason in reasons if applies]
+    if not refused:
+        return SAMPLERS[0]
+    if asked is not None:
+        raise UsageError(f"--sampler {asked}: {refused[0]}; use --sampler wrappers")
+    return "wrappers"
 
 
 def _preset(info: EnvInfo) -> Preset | None:
@@ -173,8 +195,9 @@ def _preset(info: EnvInfo) -> Preset | None:
 _ATARI_RUN = f"(AtariWrapper, {ATARI_FRAME_STACK}-frame stack, CnnPolicy, lr_schedule constant)"
 
 
-def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
-    """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which."""
+def _base_settings(info: EnvInfo, preset: Preset | None) -> TrainSettings:
+    """The preset's settings, or the defaults (Atari: SB2 run_atari's), with the line that says which, before
+    the command line's (seed 0)."""
     env_id = info.name
     if preset is not None:
         source = f"Using the tuned preset for {env_id} ({PRESET_FILE})."
@@ -185,7 +208,8 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
                 else (f"the preset '{ATARI_ENTRY}' (defaults for Atari games, ")
             )
             source = f"Using {which}{PRESET_FILE}) for {env_id}, over SB2 run_atari's settings {_ATARI_RUN}."
-        base = _Base(
+        base = TrainSettings(
+            info,
             preset.n_envs,
             preset.n_timesteps,
             preset.policy,
@@ -193,28 +217,24 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
             dict(preset.normalize_kwargs),
             preset.env_wrapper,
             dict(preset.hyperparameters),
-            dict(preset.env_kwargs),
+            0,
             source,
-        )
-    elif info.atari:
-        source = f"No preset for {env_id}: using ACER's defaults with SB2 run_atari's settings {_ATARI_RUN}."
-        base = _Base(
-            ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", False, {}, (), {"lr_schedule": "constant"}, {}, source
-        )
-    elif info.minatar:
-        source = f"No preset for {env_id}: using ACER's defaults with MinAtar's settings {_MINATAR_RUN}."
-        hyperparameters = {"policy_kwargs": MINATAR_POLICY_KWARGS, "lr_schedule": "constant"}
-        base = _Base(
-            MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", False, {}, (), hyperparameters, {}, source
+            dict(preset.env_kwargs),
         )
     else:
-        source = (
-            f"No preset for {env_id}: using ACER's defaults with the command line's fallback {_FALLBACK_RUN}."
-        )
-        hyperparameters = dict(FALLBACK_HYPERPARAMETERS)
-        base = _Base(
-            DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", False, {}, (), hyperparameters, {}, source
-        )
+        if info.atari:
+            run = f"SB2 run_atari's settings {_ATARI_RUN}"
+            defaults = (ATARI_N_ENVS, ATARI_TIMESTEPS, "CnnPolicy", {"lr_schedule": "constant"})
+        elif info.minatar:
+            run = f"MinAtar's settings {_MINATAR_RUN}"
+            hyperparameters = {"policy_kwargs": MINATAR_POLICY_KWARGS, "lr_schedule": "constant"}
+            defaults = (MINATAR_N_ENVS, MINATAR_TIMESTEPS, "CnnPolicy", hyperparameters)
+        else:
+            run = f"the command line's fallback {_FALLBACK_RUN}"
+            defaults = (DEFAULT_N_ENVS, DEFAULT_TIMESTEPS, "MlpPolicy", dict(FALLBACK_HYPERPARAMETERS))
+        n_envs, timesteps, policy, hyperparameters = defaults
+        source = f"No preset for {env_id}: using ACER's defaults with {run}."
+        base = TrainSettings(info, n_envs, timesteps, policy, False, {}, (), hyperparameters, 0, source, {})
     sticky = gym.spec(env_id).kwargs.get("repeat_action_probability", 0.0) if info.atari else 0.0
     if sticky:
         source = base.source + (
@@ -225,23 +245,13 @@ def _base_settings(info: EnvInfo, preset: Preset | None) -> _Base:
     return base
 
 
-def env_kwargs_option(items: list[str] | None) -> dict[str, Any]:
-    """``--env-kwargs key=value ...``, read as ``--hyperparams`` are."""
-    parsed = parse_hyperparams(items or [], flag="--env-kwargs")
-    try:
-        return check_env_kwargs(parsed)
-    except ValueError as error:
-        raise UsageError(f"--{error}".replace("--env_kwargs", "--env-kwargs", 1)) from None
-
-
 def _check_preset_values(preset: Preset) -> None:
     """The preset's own settings, checked as ACER checks them (without an env), so that a value it refuses
     is reported as the preset file's, not as the command's."""
     try:
         ACER.check_settings(preset.policy, **{**preset.hyperparameters, "verbose": 0})
     except (ValueError, TypeError) as error:
-        label = repr(preset.entry) + (f" (for {preset.env_id})" if preset.entry != preset.env_id else "")
-        raise UsageError(f"preset {label} in {PRESET_FILE}: {one_line(error)}") from None
+        raise UsageError(_preset_label(preset) + one_line(error)) from None
 
 
 def _accepted_hyperparameters() -> list[str]:
