@@ -34,6 +34,18 @@ def flat_weights(model: ACER) -> th.Tensor:
 # ---------------------------------------------------------------------------------------------- replay
 
 
+def test_learn_runs_on_policy_and_replay_updates() -> None:
+    # End to end: construct, learn a few iterations with replay, predict.
+    model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, replay_start=10, buffer_size=50, seed=0)
+    model.learn(total_timesteps=200)
+    assert model.num_timesteps == 200
+    assert model._n_updates > 40  # 40 on-policy updates plus the replayed ones
+    assert model._n_replay_updates > 0
+    action, state = model.predict(np.zeros(4, dtype=np.float32))
+    assert state is None
+    assert action.shape == ()
+
+
 def test_replay_starts_once_memory_holds_replay_start_steps() -> None:
     """Replay begins in the very segment after which the memory holds ``replay_start`` steps per env."""
     model = ACER(
