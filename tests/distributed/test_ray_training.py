@@ -1,8 +1,8 @@
-"""Actor-learner training on Ray (sb3_acer.distributed), on one local Ray cluster shared by the module:
-training with actors, the logged keys, the lag bound, save/load, and the faults (an actor killed, also while
-it starts, an env that hangs, the learner killed and restarted from its checkpoint, an env that raises); a
-local cluster that a killed learner started (its own), an address where nothing answers; and the one-line
-message without Ray."""
+"""Actor-learner training on Ray (sb3_acer.distributed), on the local Ray cluster the folder shares
+(``conftest.py``): training with actors, the logged keys, the lag bound, save/load, and the faults (an actor
+killed, also while it starts, an env that hangs, the learner killed and restarted from its checkpoint, an env
+that raises); a local cluster that a killed learner started (its own), an address where nothing answers; and
+the one-line message without Ray."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -30,24 +29,7 @@ from sb3_acer import ACER
 from sb3_acer.distributed import ActorEnvError, RayActors, RayNotInstalledError, require_ray
 from sb3_acer.distributed.actors import actor_seed
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 SETTINGS: dict[str, Any] = dict(n_steps=5, buffer_size=500, replay_start=20, seed=0)
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[Any]:
-    """One local Ray cluster (2 CPUs, no dashboard) for the module; its workers import this tree and the
-    test helpers (the raylet passes them this process's environment)."""
-    ray = pytest.importorskip("ray")
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), *([old] if old else [])])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-    if old is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = old
 
 
 def cartpole_model(**kwargs: Any) -> ACER:

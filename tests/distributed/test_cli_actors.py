@@ -1,12 +1,10 @@
 """``--actors N [--envs-per-actor K] [--ray-address ADDR]`` of ``sb3-acer train`` and ``run_atari``, on a
-local Ray cluster shared by the module."""
+local Ray cluster shared by the folder (``conftest.py``)."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,23 +12,6 @@ from stable_baselines3.common.monitor import load_results
 
 from sb3_acer import ACER
 from tests.helpers.cli_helpers import assert_one_line_error, run, train
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[Any]:
-    """One local Ray cluster (2 CPUs, no dashboard) whose workers import this tree."""
-    ray = pytest.importorskip("ray")
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([old] if old else [])])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-    if old is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = old
 
 
 def test_train_with_actors(
