@@ -31,6 +31,14 @@ IDENTITY = {
 }
 
 
+@pytest.mark.parametrize("name", IDENTITY)
+def test_mlp_policy_acts_in_every_action_space_with_the_stochastic_dueling_network(name: str) -> None:
+    assert isinstance(ACER("MlpPolicy", IDENTITY[name]()).policy, SDNPolicy)
+
+
+# Slow: SB3's identity tests in tests/sb3_generic/test_identity.py (Box, MultiDiscrete and MultiBinary, to
+# the same threshold) keep ACER's learning on these spaces in the default suite.
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "steps"), [("box", 3000), ("multidiscrete", 1500), ("multibinary", 1500)])
 def test_identity_envs_learn(name: str, steps: int) -> None:
     """SB3's identity tests' threshold: 90 of 100 over 20 deterministic episodes."""
