@@ -152,7 +152,8 @@ def test_trust_region_false_learns() -> None:
 
 def _deterministic_run() -> tuple[list[int], list[float]]:
     model = ACER("MlpPolicy", "CartPole-v1", seed=0, num_procs=1)
-    model.learn(3000)
+    model.learn(1500)  # replay starts at 1000 steps (SB2's replay_start): 25 segments replay
+    assert model._n_replay_updates > 0
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=0)
     actions, rewards = [], []
