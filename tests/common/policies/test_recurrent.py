@@ -4,7 +4,6 @@ weights, predict / evaluate / save-load with a state, and (slow) that the memory
 from __future__ import annotations
 
 import pathlib
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
+from benchmarks.recurrent_cartpole import NoVelocityObservation
 from sb3_acer import (
     ACER,
     CnnLnLstmPolicy,
@@ -37,9 +37,6 @@ from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import CategoricalTerms, network_outputs, recurrent_rows
 from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
 from tests.helpers.acer_envs import ObservationSpaceEnv, collect
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
-from benchmarks.recurrent_cartpole import NoVelocityObservation
 
 TINY_LSTM: dict[str, Any] = dict(n_lstm=16, net_arch=[16, "lstm"])
 BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
