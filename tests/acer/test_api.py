@@ -82,7 +82,7 @@ class _ActionSpaceEnv(gym.Env):
 def test_non_discrete_action_spaces_take_the_stochastic_dueling_policy(
     action_space: spaces.Space, name: str
 ) -> None:
-    # Issue 46: these were refused; Dict and Tuple still are (tests/test_action_spaces.py), and so are
+    # Issue 46: these were refused; Dict and Tuple still are (tests/acer/test_action_spaces.py), and so are
     # unbounded Box actions, which SB3's convention (the env gets them clipped) cannot serve.
     if isinstance(action_space, spaces.Box) and not np.isfinite(action_space.high).all():
         with pytest.raises(UnsupportedSpaceError, match=r"ACER needs Box action spaces with finite bounds"):
@@ -106,7 +106,7 @@ def test_discrete_spaces_with_non_zero_start_are_refused() -> None:
 
 @pytest.mark.parametrize("policy", ["MlpPolicy", MlpPolicy])
 def test_dict_observation_space_is_refused(policy: str | type[MlpPolicy]) -> None:
-    # Dict observations need MultiInputPolicy (tests/test_dict_observations.py), as in SB3.
+    # Dict observations need MultiInputPolicy (tests/acer/test_dict_observations.py), as in SB3.
     env = ObservationSpaceEnv(spaces.Dict({"a": spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)}))
     with pytest.raises(UnsupportedSpaceError, match=r"You must use `MultiInputPolicy`.*not MlpPolicy"):
         ACER(policy, env)
