@@ -337,7 +337,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = script_parser(__doc__)
     parser.add_argument("--env", default="BreakoutNoFrameskip-v4")
     parser.add_argument("--n-envs", type=int, default=16)

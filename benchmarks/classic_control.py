@@ -223,7 +223,7 @@ def summarise(results: list[RunResult]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = script_parser(__doc__)
     parser.add_argument("--envs", nargs="+", default=list(THRESHOLDS))
     parser.add_argument("--algos", nargs="+", default=["ACER", "PPO", "A2C"], help="also SAC (Pendulum-v1)")

@@ -169,7 +169,7 @@ def run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = script_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=200_000)

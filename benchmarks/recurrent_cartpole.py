@@ -210,7 +210,7 @@ def summarise(results: list[RunResult]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = script_parser(__doc__)
     parser.add_argument("--policies", nargs="+", default=["MlpLstmPolicy", "MlpPolicy"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

@@ -2,7 +2,7 @@
 
 Each table sits in a Markdown page between ``<!-- table: NAME -->`` and ``<!-- /table -->``; this script
 replaces what is between the two markers with the table ``TABLES[NAME]`` builds from the JSON records, so
-no number on a results table is typed by hand. ``tests/test_results_pages.py`` checks that every page
+no number on a results table is typed by hand. ``tests/docs/test_results_pages.py`` checks that every page
 equals what this script writes.
 
 Usage::

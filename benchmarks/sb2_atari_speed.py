@@ -77,7 +77,7 @@ def versions(library: str) -> dict[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--library", choices=["sb2", "sb3-acer"], required=True)
     parser.add_argument("--env", default="PongNoFrameskip-v4")

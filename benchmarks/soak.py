@@ -122,7 +122,7 @@ def markdown(samples: list[dict[str, Any]], summary: dict[str, Any], rows: int =
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This script's command line (tests/test_docs.py parses the documented ones with it)."""
+    """This script's command line (tests/docs/test_code_blocks.py parses the documented ones with it)."""
     parser = script_parser(__doc__)
     parser.add_argument("--timesteps", type=int, default=1_000_000, help="env steps (default 1000000)")
     parser.add_argument("--n-envs", type=int, default=4, help="CartPole-v1 envs (default 4)")

@@ -17,12 +17,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch as th
-from cli_helpers import assert_one_line_error, run
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_acer import ACER
 from sb3_acer.export import DEFAULT_OPSET, export_onnx
+from tests.helpers.cli_helpers import assert_one_line_error, run
 
 
 class OnnxableSB3Policy(th.nn.Module):

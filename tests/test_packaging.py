@@ -66,7 +66,7 @@ def test_the_wheel_ships_the_package_presets_types_and_licence(
 def test_the_sdist_carries_what_its_tests_and_docs_need(built: tuple[pathlib.Path, pathlib.Path]) -> None:
     with tarfile.open(built[0]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    tests = {path.relative_to(ROOT).as_posix() for path in (ROOT / "tests").glob("*.py")}
+    tests = {path.relative_to(ROOT).as_posix() for path in (ROOT / "tests").rglob("*.py")}
     docs = {path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")}
     needed = tests | docs | {"LICENSE", "Makefile", "README.md", "benchmarks/common.py"}
     assert needed <= names, sorted(needed - names)

@@ -36,7 +36,7 @@ precede it, clips the rewards and keeps the raw game score. What differs from th
 
 Given the same emulator state and actions the two produce identical 84x84 frames on Breakout and Space
 Invaders and differ on 0.2 % of Pong's pixels (mean absolute difference 0.02 grey levels), with identical
-rewards and game ends (``tests/test_atari.py::test_preprocessing_matches_the_wrappers``).
+rewards and game ends (``tests/envs/test_atari.py::test_preprocessing_matches_the_wrappers``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Tests of the algorithm class `ACER` (`sb3_acer/acer/`)."""

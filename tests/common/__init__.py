@@ -1,0 +1,1 @@
+"""Tests of what the algorithm is built from (`sb3_acer/common/`)."""

@@ -1,0 +1,1 @@
+"""Tests of the replay memory (`sb3_acer/common/buffers/`)."""

@@ -1,0 +1,1 @@
+"""Tests of the ACER maths (`sb3_acer/common/functional/`)."""

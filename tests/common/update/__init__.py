@@ -1,0 +1,1 @@
+"""Tests of the gradient step (`sb3_acer/common/update/`)."""

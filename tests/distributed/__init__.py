@@ -1,0 +1,1 @@
+"""Tests of actor-learner training on Ray (`sb3_acer/distributed/`)."""

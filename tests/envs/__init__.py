@@ -1,0 +1,1 @@
+"""Tests of the environments (`sb3_acer/envs/`)."""

@@ -1,0 +1,1 @@
+"""Tests of the examples (`sb3_acer/examples/`)."""

@@ -1,0 +1,1 @@
+"""Tests of the presets (`sb3_acer/presets/`)."""
