@@ -54,6 +54,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.checks.fields import check_format_version
 from sb3_acer.common.save_util.class_table import CLASS_TABLE
 
 __all__ = [
@@ -455,17 +456,13 @@ def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: s
         raise ModelFileError(
             f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
         )
-    version = data.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ModelFileError(
-            f"{path_or_file} has format version {version!r}, not a version number (1 to "
-            f"{FORMAT_VERSION}): {entry} is damaged"
-        )
-    if version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
-            f"({FORMAT_VERSION}); upgrade sb3-acer"
-        )
+    check_format_version(
+        data.get("format_version"),
+        FORMAT_VERSION,
+        f"{path_or_file} has format version",
+        f"{entry} is damaged",
+        ModelFileError,
+    )
     return data
 
 
