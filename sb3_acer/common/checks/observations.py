@@ -22,7 +22,7 @@ What ``predict`` / ``action_probability`` accept, by observation space:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -187,28 +187,26 @@ def check_env_step(
         what: ``"step"`` or ``"reset"``, named in the message.
     """
     parts = _observation_parts(observations)
-    n_envs = parts[0][1].shape[0]
     where = f"at num_timesteps={num_timesteps} ({what})"
-    hint = "check the env, or wrap it in SB3's VecCheckNan to find where the value comes from"
+    # (values [E, ...] of the envs, which env is first, how the message shows env e's value)
+    found: list[tuple[np.ndarray, int, Callable[[int], str]]] = []
     if rewards is not None:
-        bad = _non_finite_envs(np.asarray(rewards, dtype=np.float64), n_envs)
-        if len(bad):
-            env = int(bad[0])
-            raise ValueError(
-                f"env {env} returned a non-finite reward {np.asarray(rewards)[env]} {where}; {hint}"
-            )
+        found.append(
+            (np.asarray(rewards, dtype=np.float64), 0, lambda e: f"reward {np.asarray(rewards)[e]} {where}")
+        )
     for key, array in parts:
-        bad = _non_finite_envs(array, n_envs)
-        if len(bad):
-            env = int(bad[0])
-            raise ValueError(
-                f"env {env} returned a non-finite observation{key} {where}: {array[env].tolist()}; {hint}"
-            )
+        found.append((array, 0, lambda e, k=key, a=array: f"observation{k} {where}: {a[e].tolist()}"))
     for env, info in enumerate(infos):
         terminal = info.get("terminal_observation") if isinstance(info, dict) else None
         for key, array in _observation_parts(terminal) if terminal is not None else ():
-            if len(_non_finite_envs(array[None], 1)):
-                raise ValueError(
-                    f"env {env} returned a non-finite terminal observation{key} {where}: "
-                    f"{array.tolist()}; {hint}"
-                )
+            found.append(
+                (array[None], env, lambda e, k=key, a=array: f"terminal observation{k} {where}: {a.tolist()}")
+            )
+    for values, first, shown in found:
+        bad = _non_finite_envs(values, len(values))
+        if len(bad):
+            env = first + int(bad[0])
+            raise ValueError(
+                f"env {env} returned a non-finite {shown(env)}; check the env, or wrap it in SB3's "
+                "VecCheckNan to find where the value comes from"
+            )
