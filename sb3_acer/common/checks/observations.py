@@ -22,6 +22,7 @@ What ``predict`` / ``action_probability`` accept, by observation space:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -169,6 +170,11 @@ def _observation_parts(observations: Any) -> list[tuple[str, np.ndarray]]:
     return [("", np.asarray(observations))]
 
 
+def _shown(what: str, array: np.ndarray, whole: bool, env: int) -> str:
+    """``what`` and the observation of env ``env`` in ``array`` (all of ``array`` if ``whole``)."""
+    return f"{what}: {(array if whole else array[env]).tolist()}"
+
+
 def check_env_step(
     *,
     observations: np.ndarray | Mapping[str, np.ndarray],
@@ -195,13 +201,12 @@ def check_env_step(
             (np.asarray(rewards, dtype=np.float64), 0, lambda e: f"reward {np.asarray(rewards)[e]} {where}")
         )
     for key, array in parts:
-        found.append((array, 0, lambda e, k=key, a=array: f"observation{k} {where}: {a[e].tolist()}"))
+        found.append((array, 0, functools.partial(_shown, f"observation{key} {where}", array, False)))
     for env, info in enumerate(infos):
         terminal = info.get("terminal_observation") if isinstance(info, dict) else None
         for key, array in _observation_parts(terminal) if terminal is not None else ():
-            found.append(
-                (array[None], env, lambda e, k=key, a=array: f"terminal observation{k} {where}: {a.tolist()}")
-            )
+            terminal_shown = functools.partial(_shown, f"terminal observation{key} {where}", array, True)
+            found.append((array[None], env, terminal_shown))
     for values, first, shown in found:
         bad = _non_finite_envs(values, len(values))
         if len(bad):
