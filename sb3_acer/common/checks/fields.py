@@ -34,6 +34,7 @@ __all__ = [
     "POSITIVE",
     "POSITIVE_INTEGER",
     "POSITIVE_SECONDS",
+    "UNIT_NUMBER",
     "Rule",
     "check",
     "check_finite_arrays",
@@ -121,6 +122,8 @@ POSITIVE_INTEGER = Rule(lambda value: is_integer(value) and value > 0, "must be 
 NON_NEGATIVE_INTEGER = Rule(lambda value: is_integer(value) and value >= 0, "must be a non-negative integer")
 NUMBER = Rule(is_number, "must be a number")
 FINITE_NUMBER = Rule(lambda value: is_number(value) and math.isfinite(value), "must be a finite number")
+#: A probability, a discount, a fraction of the run: a number in [0, 1].
+UNIT_NUMBER = Rule(lambda value: is_number(value) and 0 <= value <= 1, "must be a number in [0, 1]")
 BOOLEAN = Rule(lambda value: isinstance(value, bool | np.bool_), "must be True or False")
 #: Rules on a value whose type a rule above has checked already.
 POSITIVE = Rule(lambda value: value > 0, "must be positive")

@@ -29,6 +29,7 @@ from sb3_acer.common.checks.fields import (
     NON_NEGATIVE_INTEGER,
     NUMBER,
     POSITIVE,
+    UNIT_NUMBER,
     Rule,
     check,
     choice,
@@ -94,6 +95,10 @@ _UNUSABLE_OPTIMIZERS = {
 # ---------------------------------------------------------------------- hyperparameters
 
 
+#: A seed numpy and torch both accept, or ``None``.
+SEED = or_none(integer_in(0, 2**32 - 1))
+
+
 @dataclass(frozen=True)
 class Hyperparameter:
     """The rules of one of ACER's settings: ``type``, checked for every setting first, then each of
@@ -147,9 +152,7 @@ HYPERPARAMETERS: dict[str, Hyperparameter] = {
     "correction_term": Hyperparameter(NUMBER, (POSITIVE,)),
     "delta": Hyperparameter(NUMBER, (POSITIVE,)),
     "alpha": Hyperparameter(NUMBER, (_in(0, 1, "[)"),)),
-    "retrace_lambda": Hyperparameter(
-        values=(Rule(lambda v: is_number(v) and 0.0 <= v <= 1.0, "must be a number in [0, 1]"),)
-    ),
+    "retrace_lambda": Hyperparameter(values=(UNIT_NUMBER,)),
     "stats_window_size": Hyperparameter(
         values=(
             Rule(
@@ -202,13 +205,14 @@ HYPERPARAMETERS: dict[str, Hyperparameter] = {
     ),
     "trust_region": Hyperparameter(BOOLEAN),
     "handle_timeout_termination": Hyperparameter(BOOLEAN),
+    "seed": Hyperparameter(values=(SEED,)),
 }
 
 
 def check_hyperparameters(params: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the first invalid hyperparameter of the constructor's arguments
     ``params`` (before anything is built) by the rules of :data:`HYPERPARAMETERS`: first every type, then
-    the values, in the table's order; then ``seed`` and ``device``. ``verbose`` and ``tensorboard_log`` are
+    the values, in the table's order; then ``device``. ``verbose`` and ``tensorboard_log`` are
     only among the constructor's settings."""
     given = {name: params.get(name, rules.default) for name, rules in HYPERPARAMETERS.items()}
     for name, rules in HYPERPARAMETERS.items():
@@ -219,7 +223,6 @@ def check_hyperparameters(params: dict[str, Any]) -> None:
             check(given[name], name, rule)
         for test, text in rules.across:  # a rule between settings: the test reads them all
             check(given, name, Rule(test, text.format(**given), f"{{name}} {{text}}, got {given[name]!r}"))
-    check_seed(params.get("seed"))
     device = params.get("device", "auto")
     if not isinstance(device, th.device) and device != "auto":
         try:
@@ -232,10 +235,6 @@ def check_count(value: Any, name: str, minimum: int = 0) -> int:
     """``value`` if it is an integer (not a bool) in ``[minimum, MAX_COUNT]``; ``ValueError`` naming
     ``name`` otherwise."""
     return int(check(value, name, integer_in(minimum, MAX_COUNT)))
-
-
-#: A seed numpy and torch both accept, or ``None``.
-SEED = or_none(integer_in(0, 2**32 - 1))
 
 
 def check_seed(seed: Any, name: str = "seed") -> None:
