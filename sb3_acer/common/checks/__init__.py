@@ -6,6 +6,7 @@ and the actor settings share), ACER's settings (:mod:`~sb3_acer.common.checks.se
 
 from sb3_acer.common.checks.fields import (
     BOOLEAN,
+    DICT,
     FINITE_NUMBER,
     INTEGER,
     MAX_COUNT,
@@ -32,6 +33,7 @@ from sb3_acer.common.checks.spaces import UnsupportedSpaceError, UnsupportedSpac
 
 __all__ = [
     "BOOLEAN",
+    "DICT",
     "FINITE_NUMBER",
     "HYPERPARAMETERS",
     "INTEGER",

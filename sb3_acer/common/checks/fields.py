@@ -25,6 +25,7 @@ from sb3_acer.common.observations import all_finite
 
 __all__ = [
     "BOOLEAN",
+    "DICT",
     "FINITE_NUMBER",
     "INTEGER",
     "MAX_COUNT",
@@ -124,6 +125,9 @@ NUMBER = Rule(is_number, "must be a number")
 FINITE_NUMBER = Rule(lambda value: is_number(value) and math.isfinite(value), "must be a finite number")
 #: A probability, a discount, a fraction of the run: a number in [0, 1].
 UNIT_NUMBER = Rule(lambda value: is_number(value) and 0 <= value <= 1, "must be a number in [0, 1]")
+DICT = Rule(
+    lambda value: isinstance(value, dict), "must be a dict", "{name} {text}, got {value.__class__.__name__}"
+)
 BOOLEAN = Rule(lambda value: isinstance(value, bool | np.bool_), "must be True or False")
 #: Rules on a value whose type a rule above has checked already.
 POSITIVE = Rule(lambda value: value > 0, "must be positive")

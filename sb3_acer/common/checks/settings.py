@@ -22,6 +22,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_acer.common.checks.fields import (
     BOOLEAN,
+    DICT,
     FINITE_NUMBER,
     INTEGER,
     MAX_COUNT,
@@ -311,8 +312,7 @@ def check_policy_kwargs(policy_classes: tuple[type, ...], policy_kwargs: Any) ->
     ``policy_classes`` takes (besides the :data:`OPTIMIZER_KEYS`), with a usable optimizer."""
     if policy_kwargs is None:
         return
-    if not isinstance(policy_kwargs, dict):
-        raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
+    check(policy_kwargs, "policy_kwargs", DICT)
     network_kwargs = {key: value for key, value in policy_kwargs.items() if key not in OPTIMIZER_KEYS}
     unknown, accepted = set(network_kwargs), set()
     for policy_class in policy_classes:
@@ -349,10 +349,7 @@ def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
         )
     if optimizer_kwargs is None:
         return
-    if not isinstance(optimizer_kwargs, dict):
-        raise ValueError(
-            f"policy_kwargs: optimizer_kwargs must be a dict, got {type(optimizer_kwargs).__name__}"
-        )
+    check(optimizer_kwargs, "policy_kwargs: optimizer_kwargs", DICT)
     if "lr" in optimizer_kwargs:
         raise ValueError(
             "policy_kwargs: optimizer_kwargs must not set 'lr'; the step size is learning_rate "

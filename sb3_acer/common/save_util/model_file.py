@@ -64,6 +64,7 @@ __all__ = [
     "MAX_TENSOR_BYTES",
     "EntryTooLargeError",
     "ModelFileError",
+    "archive_source",
     "decode_json_value",
     "encode_json_value",
     "open_entry",
@@ -365,18 +366,26 @@ def open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
         raise zipfile.BadZipFile(f"entry {info.filename} cannot be read: {error}") from error
 
 
+def archive_source(path_or_file: PathOrFile, suffix: str = ".zip", what: str = "model file") -> Any:
+    """What to open: the file object, or the path (with ``suffix`` when the path has none and no file is
+    there, as SB3 appends it).
+
+    Raises:
+        FileNotFoundError: no file at the path (``no <what> at <path>``).
+    """
+    if not isinstance(path_or_file, str | pathlib.Path):
+        return path_or_file
+    path = pathlib.Path(path_or_file)
+    if not path.exists() and path.suffix == "":
+        path = path.with_suffix(suffix)
+    if not path.exists():
+        raise FileNotFoundError(f"no {what} at {path}")
+    return path
+
+
 def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
-    if isinstance(path_or_file, str | pathlib.Path):
-        path = pathlib.Path(path_or_file)
-        if not path.exists() and path.suffix == "":
-            path = path.with_suffix(".zip")
-        if not path.exists():
-            raise FileNotFoundError(f"no model file at {path}")
-        source: Any = path
-    else:
-        source = path_or_file
     try:
-        return open_zip(source)
+        return open_zip(archive_source(path_or_file))
     except zipfile.BadZipFile as error:
         raise ModelFileError(
             f"{path_or_file} is not a model file (not a zip archive or truncated): {error}"

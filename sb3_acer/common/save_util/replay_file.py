@@ -51,6 +51,7 @@ from sb3_acer.common.save_util.model_file import (
     EntryTooLargeError,
     ModelFileError,
     PathOrFile,
+    archive_source,
     open_entry,
     open_zip,
     read_json_entry,
@@ -418,14 +419,7 @@ def save_buffer(buffer: Any, path_or_file: PathOrFile) -> None:
 def _open(
     path_or_file: PathOrFile, suffix: str = ".pkl", what: str = "replay buffer file"
 ) -> zipfile.ZipFile:
-    source: Any = path_or_file
-    if isinstance(path_or_file, str | pathlib.Path):
-        path = pathlib.Path(path_or_file)
-        if not path.exists() and path.suffix == "":
-            path = _with_suffix(path, suffix)
-        if not path.exists():
-            raise FileNotFoundError(f"no {what} at {path}")
-        source = path
+    source = archive_source(path_or_file, suffix, what)
     try:
         return open_zip(source)
     except (zipfile.BadZipFile, OSError) as error:
