@@ -367,17 +367,12 @@ def open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
 
 
 def archive_source(path_or_file: PathOrFile, suffix: str = ".zip", what: str = "model file") -> Any:
-    """What to open: the file object, or the path (with ``suffix`` when the path has none and no file is
-    there, as SB3 appends it).
-
-    Raises:
-        FileNotFoundError: no file at the path (``no <what> at <path>``).
-    """
+    """The file object, or the path (with ``suffix`` if it has none and nothing is there, as SB3 appends
+    it); ``FileNotFoundError`` (``no <what> at <path>``) if no file is there."""
     if not isinstance(path_or_file, str | pathlib.Path):
         return path_or_file
     path = pathlib.Path(path_or_file)
-    if not path.exists() and path.suffix == "":
-        path = path.with_suffix(suffix)
+    path = path.with_suffix(suffix) if not path.exists() and path.suffix == "" else path
     if not path.exists():
         raise FileNotFoundError(f"no {what} at {path}")
     return path
