@@ -39,6 +39,25 @@ def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
+def _outside(array: np.ndarray, space: spaces.Space) -> tuple[np.ndarray | None, str]:
+    """Where ``array`` holds values no observation of ``space`` holds (``None``: any value may be), and the
+    words that say it of the first (with ``{value}``, ``{index}`` and ``{space}``): integers of ``[0, n)``
+    for ``Discrete`` and ``MultiDiscrete``, 0 or 1 for ``MultiBinary``, the bounds of an integer ``Box``."""
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
+        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
+        return (array < 0) | (
+            array >= upper
+        ), "observation {value} at index {index} is outside {space} (valid: 0 .. n-1)"
+    if isinstance(space, spaces.MultiBinary):
+        return (array != 0) & (array != 1), "MultiBinary observations must be 0 or 1, got {value}"
+    if isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
+        return (
+            (array < space.low) | (array > space.high),
+            "observation value {value} at index {index} is outside the bounds of {space}",
+        )
+    return None, ""
+
+
 def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
     """Check one observation or a batch for ``predict`` and return it as an array (images channel-first),
     or for a ``Dict`` space as a dict of them.
@@ -87,30 +106,12 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dic
                 "compute in float32, where it is inf)"
             )
         raise ValueError(f"observation holds a non-finite value at index {index}: {value}")
-    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
-        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
-        outside = (array < 0) | (array >= upper)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation {np.atleast_1d(array)[index]} at index {index} is outside {space} "
-                f"(valid: 0 .. n-1)"
-            )
-    elif isinstance(space, spaces.MultiBinary):
-        outside = (array != 0) & (array != 1)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(f"MultiBinary observations must be 0 or 1, got {np.atleast_1d(array)[index]}")
-    elif isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
-        outside = (array < space.low) | (array > space.high)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation value {np.atleast_1d(array)[index]} at index {index} is outside the bounds "
-                f"of {space}"
-            )
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and array.dtype.kind not in "iu":
+        raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
+    outside, words = _outside(array, space)
+    if outside is not None and outside.any():
+        index = _first_bad(np.atleast_1d(outside))
+        raise ValueError(words.format(value=np.atleast_1d(array)[index], index=index, space=space))
     return array
 
 
