@@ -7,9 +7,10 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
@@ -29,9 +30,6 @@ from sb3_acer.distributed.ray_support import (
     cluster_address,
     require_ray,
 )
-
-if TYPE_CHECKING:
-    from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 
 __all__ = ["EnvFactory", "RayActors"]
 
@@ -180,7 +178,7 @@ class RayActors:
             except ValueError as error:
                 raise ValueError(f"RayActors: {error}") from None
 
-    def env_factory(self, model: SegmentAlgorithm) -> EnvFactory:
+    def env_factory(self, model: BaseAlgorithm) -> EnvFactory:
         """The factory the actors make their envs with, checked against ``model``.
 
         Raises:
