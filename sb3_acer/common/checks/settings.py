@@ -3,9 +3,10 @@ the policy and optimizer settings, ``learn``'s arguments, loaded tensors and act
 
 Each check raises ``ValueError`` with a message that names the problem before it reaches a network, the
 replay memory or the weights; the rules on single values are :mod:`sb3_acer.common.checks.fields`'. Spaces
-are checked by :mod:`sb3_acer.common.checks.spaces` (its names are also importable from here, where the
-algorithm, the policies, the model file reader and the CLI import them from), observations (given to
-``predict``, returned by an env) by :mod:`sb3_acer.common.checks.observations`.
+are checked by :mod:`sb3_acer.common.checks.spaces` (the five of its names that the algorithm, the
+policies, the model file reader and the CLI import from here are re-exported until they import them from
+there), observations (given to ``predict``, returned by an env) by
+:mod:`sb3_acer.common.checks.observations`.
 """
 
 from __future__ import annotations
@@ -41,13 +42,9 @@ from sb3_acer.common.checks.fields import (
 )
 from sb3_acer.common.checks.spaces import (
     UnsupportedSpaceError,
-    UnsupportedSpaceTypeError,
-    check_dict_space,
-    check_observation_space,
     check_policy_observations,
     check_policy_takes,
     check_spaces,
-    features_extractor_of,
     supported_env,
 )
 from sb3_acer.common.schedules import LR_SCHEDULES
@@ -60,23 +57,18 @@ __all__ = [
     "SEED",
     "Hyperparameter",
     "UnsupportedSpaceError",
-    "UnsupportedSpaceTypeError",
     "as_tensor",
     "check_actions",
     "check_count",
-    "check_dict_space",
     "check_finite",
     "check_hyperparameters",
     "check_learn_arguments",
-    "check_observation_space",
     "check_optimizer_kwargs",
     "check_policy",
     "check_policy_kwargs",
     "check_policy_observations",
     "check_policy_takes",
-    "check_seed",
     "check_spaces",
-    "features_extractor_of",
     "keyword_check",
     "optimizer_problem",
     "supported_env",
@@ -238,11 +230,6 @@ def check_count(value: Any, name: str, minimum: int = 0) -> int:
     return int(check(value, name, integer_in(minimum, MAX_COUNT)))
 
 
-def check_seed(seed: Any, name: str = "seed") -> None:
-    """Raise ``ValueError`` unless ``seed`` is ``None`` or an integer numpy and torch both accept."""
-    check(seed, name, SEED)
-
-
 #: ``learn``'s ``total_timesteps``: a whole number written as a float (``learn(1e5)``, the zoo's
 #: ``n_timesteps``) counts, as in SB3.
 _TOTAL_TIMESTEPS = Rule(
@@ -268,7 +255,7 @@ def check_learn_arguments(
         log_interval, "log_interval", or_none(NON_NEGATIVE_INTEGER, "must be a non-negative integer or None")
     )
     check(tb_log_name, "tb_log_name", Rule(lambda v: isinstance(v, str), "must be a string"))
-    check_seed(seed)
+    check(seed, "seed", SEED)
     callbacks = callback if isinstance(callback, list) else [callback]
     if not all(c is None or isinstance(c, BaseCallback) or callable(c) for c in callbacks):
         raise TypeError(
