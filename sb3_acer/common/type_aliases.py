@@ -6,7 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Segment"]
+__all__ = ["Segment", "final_index_inside"]
+
+
+def final_index_inside(final_index: np.ndarray, n_steps: int, n_envs: int) -> bool:
+    """Whether every truncation row ``(t, e)`` of ``final_index`` ``[K, 2]`` lies in a segment of ``n_steps``
+    steps of ``n_envs`` envs (the rule of :class:`Segment` and of a replay memory's stored rows)."""
+    return not len(final_index) or bool(
+        (final_index >= 0).all()
+        and (final_index[:, 0] < n_steps).all()
+        and (final_index[:, 1] < n_envs).all()
+    )
 
 
 @dataclass(frozen=True)
@@ -94,11 +104,7 @@ class Segment:
                     f"Segment.initial_state must be (h, c), each [E={n_envs}, n_lstm], got shapes "
                     f"{h.shape} and {c.shape}"
                 )
-        if len(self.final_index) and not (
-            (self.final_index >= 0).all()
-            and (self.final_index[:, 0] < n_steps).all()
-            and (self.final_index[:, 1] < n_envs).all()
-        ):
+        if not final_index_inside(self.final_index, n_steps, n_envs):
             raise ValueError(
                 f"Segment.final_index rows (t, e) must lie in [0, {n_steps}) x [0, {n_envs}), "
                 f"got {self.final_index.tolist()}"

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from sb3_acer.common.checks.fields import (
+    NON_NEGATIVE_INTEGER,
+    POSITIVE_INTEGER,
+    POSITIVE_SECONDS,
+    Rule,
+    check,
+    is_number,
+    or_none,
+)
 from sb3_acer.distributed.ray_support import (
     RAY_INSTALL,
     RayNotInstalledError,
@@ -21,9 +30,6 @@ from sb3_acer.distributed.ray_support import (
     cluster_address,
     require_ray,
 )
-
-if TYPE_CHECKING:
-    from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 
 __all__ = ["EnvFactory", "RayActors"]
 
@@ -85,6 +91,21 @@ def _spec_of(env: VecEnv | None) -> gym.envs.registration.EnvSpec | None:
         return None
     recreatable = tuple(wrapper for wrapper in spec.additional_wrappers if wrapper.kwargs is not None)
     return dataclasses.replace(spec, additional_wrappers=recreatable)
+
+
+#: The rules of :class:`RayActors`' settings, checked in this order.
+_RULES = {
+    "n_actors": POSITIVE_INTEGER,
+    "broadcast_interval": POSITIVE_INTEGER,
+    "torch_threads": POSITIVE_INTEGER,
+    "max_policy_lag": NON_NEGATIVE_INTEGER,
+    "max_restarts": NON_NEGATIVE_INTEGER,
+    "envs_per_actor": or_none(POSITIVE_INTEGER),
+    "num_cpus_per_actor": Rule(lambda value: is_number(value) and value >= 0, "must be >= 0"),
+    "actor_timeout": POSITIVE_SECONDS,
+    "start_timeout": POSITIVE_SECONDS,
+    "address": or_none(Rule(lambda value: isinstance(value, str), ""), "must be a string or None"),
+}
 
 
 @dataclass
@@ -149,35 +170,15 @@ class RayActors:
     handles: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("n_actors", "broadcast_interval", "torch_threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"RayActors: {name} must be a positive integer, got {value!r}")
-        for name in ("max_policy_lag", "max_restarts"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"RayActors: {name} must be a non-negative integer, got {value!r}")
-        if self.envs_per_actor is not None and (
-            not isinstance(self.envs_per_actor, int) or self.envs_per_actor < 1
-        ):
-            raise ValueError(
-                f"RayActors: envs_per_actor must be a positive integer, got {self.envs_per_actor!r}"
-            )
-        if not self.num_cpus_per_actor >= 0:
-            raise ValueError(f"RayActors: num_cpus_per_actor must be >= 0, got {self.num_cpus_per_actor!r}")
-        for name in ("actor_timeout", "start_timeout"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-                raise ValueError(f"RayActors: {name} must be a positive number of seconds, got {value!r}")
-        if self.address is not None and not isinstance(self.address, str):
-            raise ValueError(f"RayActors: address must be a string or None, got {self.address!r}")
+        for name, rule in _RULES.items():
+            check(getattr(self, name), f"RayActors: {name}", rule)
         if self.address not in (None, "auto"):
             try:
                 cluster_address(self.address)
             except ValueError as error:
                 raise ValueError(f"RayActors: {error}") from None
 
-    def env_factory(self, model: SegmentAlgorithm) -> EnvFactory:
+    def env_factory(self, model: BaseAlgorithm) -> EnvFactory:
         """The factory the actors make their envs with, checked against ``model``.
 
         Raises:

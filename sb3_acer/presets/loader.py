@@ -45,6 +45,7 @@ import yaml
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn, optim
 
+from sb3_acer.common.checks.fields import BOOLEAN, Rule, check, is_number
 from sb3_acer.presets.expressions import ClassName, read_expression
 
 __all__ = [
@@ -136,14 +137,8 @@ def _read() -> dict[str, Any]:
     damaged = f"the preset file {PRESET_FILE} is damaged"
     try:
         data = yaml.safe_load(_text())
-    except yaml.YAMLError as error:
-        raise PresetError(f"{damaged}: {_yaml_problem(error)}") from None
-    except UnicodeDecodeError:
-        raise PresetError(f"{damaged}: it is not UTF-8 text") from None
-    except RecursionError:
-        raise PresetError(f"{damaged}: it is nested too deeply to read") from None
-    except OSError as error:
-        raise PresetError(f"{damaged}: it cannot be read: {error.strerror or error}") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError, OSError) as error:
+        raise PresetError(f"{damaged}: {_read_problem(error)}") from None
     if not isinstance(data, dict):
         raise PresetError(f"{damaged}: it must map environment ids to settings")
     for name in data:
@@ -152,8 +147,15 @@ def _read() -> dict[str, Any]:
     return data
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """What ``error`` says is wrong and where, on one line."""
+def _read_problem(error: Exception) -> str:
+    """Why the preset file cannot be read, on one line: what YAML's ``error`` says is wrong and where, or
+    that the text is not UTF-8, nested too deeply or cannot be read."""
+    if isinstance(error, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(error, RecursionError):
+        return "it is nested too deeply to read"
+    if isinstance(error, OSError):
+        return f"it cannot be read: {error.strerror or error}"
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None)
     if problem is None:
@@ -306,6 +308,10 @@ def zoo_schedules(settings: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: A ``VecNormalize`` bound or epsilon: a positive number (``inf`` too: no clipping).
+_POSITIVE_NUMBER = Rule(lambda value: is_number(value) and value > 0, "must be a positive number")
+
+
 def normalize_kwargs(value: Any) -> dict[str, Any] | None:
     """The ``VecNormalize`` arguments a ``normalize`` setting asks for, ``None`` for no normalisation.
 
@@ -337,12 +343,7 @@ def normalize_kwargs(value: Any) -> dict[str, Any] | None:
             raise ValueError(
                 f"normalize: unknown VecNormalize argument {key!r}; accepted: {', '.join(NORMALIZE_KEYS)}"
             )
-        if key.startswith("norm_") and not isinstance(item, bool):
-            raise ValueError(f"normalize: {key} must be True or False, got {item!r}")
-        if not key.startswith("norm_") and (
-            isinstance(item, bool) or not isinstance(item, (int, float)) or not item > 0
-        ):
-            raise ValueError(f"normalize: {key} must be a positive number, got {item!r}")
+        check(item, f"normalize: {key}", BOOLEAN if key.startswith("norm_") else _POSITIVE_NUMBER)
     return dict(value)
 
 

@@ -486,6 +486,17 @@ def test_settings_that_do_not_fit_the_model() -> None:
         RayActors("CartPole-v1").env_factory(normalized)
     with pytest.raises(ValueError, match="n_actors must be a positive integer"):
         RayActors("CartPole-v1", n_actors=0)
+    # A flag is no count, and a CPU share must be a number (a string raised TypeError from a comparison).
+    for name, value, rule in (
+        ("envs_per_actor", True, "must be a positive integer"),
+        ("max_restarts", -1, "must be a non-negative integer"),
+        ("num_cpus_per_actor", "1", "must be >= 0"),
+        ("num_cpus_per_actor", -0.5, "must be >= 0"),
+        ("address", 6379, "must be a string or None"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            RayActors("CartPole-v1", **{name: value})
+        assert str(refused.value) == f"RayActors: {name} {rule}, got {value!r}"
     for name, value in (("actor_timeout", 0), ("start_timeout", float("inf")), ("actor_timeout", True)):
         with pytest.raises(ValueError, match=f"^RayActors: {name} must be a positive number of seconds, got"):
             RayActors("CartPole-v1", **{name: value})

@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from sb3_acer.common.observations import all_finite
+from sb3_acer.common.checks.fields import NON_NEGATIVE, Rule, check, check_finite_arrays, is_integer
 from sb3_acer.common.save_util.rng_state import generator_from_state, generator_state
-from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.type_aliases import Segment, final_index_inside
 
 __all__ = [
     "SlotReplay",
@@ -96,8 +96,7 @@ def check_sizes(buffer_size: int, state_size: int, **positive: int) -> None:
         raise ValueError(
             f"buffer_size ({buffer_size}) must be at least n_steps ({n_steps}) to hold one segment"
         )
-    if state_size < 0:
-        raise ValueError(f"state_size must be non-negative, got {state_size}")
+    check(state_size, "state_size", NON_NEGATIVE)
 
 
 def described(value: Any) -> str:
@@ -118,8 +117,13 @@ def checked_array(name: str, value: Any, shape: tuple[int, ...], dtype: np.dtype
     return np.array(value, copy=True) if copy or not value.flags.writeable else value
 
 
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+def _counter(upper: int) -> Rule:
+    """A counter of a state: a whole number in ``[0, upper]``."""
+    return Rule(
+        lambda value: is_integer(value) and 0 <= value <= upper,
+        f"[0, {upper}]",
+        "{name}={value!r} outside {text}",
+    )
 
 
 def _same_setting(saved: Any, own: Any) -> bool:
@@ -127,7 +131,7 @@ def _same_setting(saved: Any, own: Any) -> bool:
         return isinstance(saved, np.dtype) and saved == own
     if isinstance(own, tuple):
         return isinstance(saved, tuple) and saved == own
-    return _is_count(saved) and saved == own
+    return is_integer(saved) and saved == own
 
 
 class SlotReplay:
@@ -138,6 +142,8 @@ class SlotReplay:
     observations in arrays they list in :meth:`_arrays`, and pass a reader of them to :meth:`_assemble`.
     """
 
+    #: The settings a state dict must hold to make a buffer (:meth:`from_state_dict`).
+    REQUIRED_SETTINGS: tuple[str, ...] = ("capacity", "n_steps", "n_envs", "obs_shape", "n_actions")
     n_steps: int
     n_envs: int
     n_actions: int
@@ -411,9 +417,7 @@ class SlotReplay:
     @classmethod
     def _constructor_arguments(cls, state: Mapping[str, Any]) -> dict[str, Any]:
         """The constructor arguments that make a buffer of ``state``'s settings (no ``seed``)."""
-        missing = [
-            name for name in ("capacity", "n_steps", "n_envs", "obs_shape", "n_actions") if name not in state
-        ]
+        missing = [name for name in cls.REQUIRED_SETTINGS if name not in state]
         if missing:
             raise ValueError(f"the state lacks the settings {missing}")
         return {
@@ -444,8 +448,7 @@ class SlotReplay:
             if not _same_setting(state[name], value):
                 raise ValueError(f"{name} is {state[name]!r}, this buffer has {name}={value!r}")
         for name, upper in (("next_idx", self.capacity - 1), ("num_in_buffer", self.capacity)):
-            if not (_is_count(state[name]) and 0 <= state[name] <= upper):
-                raise ValueError(f"{name}={state[name]!r} outside [0, {upper}]")
+            check(state[name], name, _counter(upper))
         checked: dict[str, Any] = {
             "next_idx": int(state["next_idx"]),
             "num_in_buffer": int(state["num_in_buffer"]),
@@ -502,8 +505,7 @@ class SlotReplay:
         mu = checked["mu_probs"][filled]
         if self.action_size:
             # Flat actions and behaviour statistics of a Box / MultiDiscrete / MultiBinary space.
-            if not (np.isfinite(actions).all() and np.isfinite(mu).all()):
-                raise ValueError("actions or mu_probs hold NaN or inf")
+            check_finite_arrays("actions or mu_probs", actions, mu)
         else:
             if actions.size and (actions.min() < 0 or actions.max() >= self.n_actions):
                 bad = actions[(actions < 0) | (actions >= self.n_actions)]
@@ -512,27 +514,18 @@ class SlotReplay:
                 raise ValueError("mu_probs hold NaN or values outside [0, 1]")
             if mu.size and np.abs(mu.sum(axis=-1) - 1).max() > 1e-3:
                 raise ValueError("mu_probs of a stored step do not sum to 1")
-        if not np.isfinite(checked["rewards"][filled]).all():
-            raise ValueError("rewards hold NaN or inf")
-        if not (
-            np.isfinite(checked["initial_h"][filled]).all()
-            and np.isfinite(checked["initial_c"][filled]).all()
-        ):
-            raise ValueError("the initial LSTM states hold NaN or inf")
+        check_finite_arrays("rewards", checked["rewards"][filled])
+        check_finite_arrays(
+            "the initial LSTM states", checked["initial_h"][filled], checked["initial_c"][filled]
+        )
         for slot, (index, observations) in enumerate(checked["final"][filled]):
-            if len(index) and not (
-                (index >= 0).all()
-                and (index[:, 0] < self.n_steps).all()
-                and (index[:, 1] < self.n_envs).all()
-            ):
+            if not final_index_inside(index, self.n_steps, self.n_envs):
                 raise ValueError(
                     f"final[{slot}] indexes outside the segment [T={self.n_steps}, E={self.n_envs}]"
                 )
-            if not all_finite(observations):
-                raise ValueError(f"final[{slot}] observations hold NaN or inf")
+            check_finite_arrays(f"final[{slot}] observations", observations)
         for name, observations in self._stored_observations(checked):
-            if not all_finite(observations):
-                raise ValueError(f"{name} hold NaN or inf")
+            check_finite_arrays(name, observations)
 
     def _stored_observations(self, checked: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
         """The observations of ``checked`` besides ``final``, in pieces, each named for an error message."""

@@ -46,6 +46,8 @@ class FrameStackReplayBuffer(SlotReplay):
             ``SegmentReplayBuffer`` keeps it; 0 for feed-forward policies.
     """
 
+    REQUIRED_SETTINGS = (*SlotReplay.REQUIRED_SETTINGS, "n_stack")
+
     def __init__(
         self,
         buffer_size: int,
@@ -205,8 +207,6 @@ class FrameStackReplayBuffer(SlotReplay):
 
     @classmethod
     def _constructor_arguments(cls, state: Mapping[str, Any]) -> dict[str, Any]:
-        if "n_stack" not in state:
-            raise ValueError("the state lacks the settings ['n_stack']")
         return {**super()._constructor_arguments(state), "n_stack": state["n_stack"]}
 
     def _arrays(self) -> dict[str, np.ndarray]:

@@ -22,7 +22,8 @@ What ``predict`` / ``action_probability`` accept, by observation space:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,25 @@ _NUMERIC_KINDS = "biuf"
 
 def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _outside(array: np.ndarray, space: spaces.Space) -> tuple[np.ndarray | None, str]:
+    """Where ``array`` holds values no observation of ``space`` holds (``None``: any value may be), and the
+    words that say it of the first (with ``{value}``, ``{index}`` and ``{space}``): integers of ``[0, n)``
+    for ``Discrete`` and ``MultiDiscrete``, 0 or 1 for ``MultiBinary``, the bounds of an integer ``Box``."""
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
+        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
+        return (array < 0) | (
+            array >= upper
+        ), "observation {value} at index {index} is outside {space} (valid: 0 .. n-1)"
+    if isinstance(space, spaces.MultiBinary):
+        return (array != 0) & (array != 1), "MultiBinary observations must be 0 or 1, got {value}"
+    if isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
+        return (
+            (array < space.low) | (array > space.high),
+            "observation value {value} at index {index} is outside the bounds of {space}",
+        )
+    return None, ""
 
 
 def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
@@ -86,30 +106,12 @@ def check_observation(observation: Any, space: spaces.Space) -> np.ndarray | dic
                 "compute in float32, where it is inf)"
             )
         raise ValueError(f"observation holds a non-finite value at index {index}: {value}")
-    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete):
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
-        upper = space.n if isinstance(space, spaces.Discrete) else space.nvec
-        outside = (array < 0) | (array >= upper)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation {np.atleast_1d(array)[index]} at index {index} is outside {space} "
-                f"(valid: 0 .. n-1)"
-            )
-    elif isinstance(space, spaces.MultiBinary):
-        outside = (array != 0) & (array != 1)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(f"MultiBinary observations must be 0 or 1, got {np.atleast_1d(array)[index]}")
-    elif isinstance(space, spaces.Box) and np.dtype(space.dtype).kind in "iub":
-        outside = (array < space.low) | (array > space.high)
-        if outside.any():
-            index = _first_bad(np.atleast_1d(outside))
-            raise ValueError(
-                f"observation value {np.atleast_1d(array)[index]} at index {index} is outside the bounds "
-                f"of {space}"
-            )
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and array.dtype.kind not in "iu":
+        raise ValueError(f"{type(space).__name__} observations must be integers, got dtype {array.dtype}")
+    outside, words = _outside(array, space)
+    if outside is not None and outside.any():
+        index = _first_bad(np.atleast_1d(outside))
+        raise ValueError(words.format(value=np.atleast_1d(array)[index], index=index, space=space))
     return array
 
 
@@ -169,6 +171,11 @@ def _observation_parts(observations: Any) -> list[tuple[str, np.ndarray]]:
     return [("", np.asarray(observations))]
 
 
+def _shown(what: str, array: np.ndarray, whole: bool, env: int) -> str:
+    """``what`` and the observation of env ``env`` in ``array`` (all of ``array`` if ``whole``)."""
+    return f"{what}: {(array if whole else array[env]).tolist()}"
+
+
 def check_env_step(
     *,
     observations: np.ndarray | Mapping[str, np.ndarray],
@@ -187,28 +194,25 @@ def check_env_step(
         what: ``"step"`` or ``"reset"``, named in the message.
     """
     parts = _observation_parts(observations)
-    n_envs = parts[0][1].shape[0]
     where = f"at num_timesteps={num_timesteps} ({what})"
-    hint = "check the env, or wrap it in SB3's VecCheckNan to find where the value comes from"
+    # (values [E, ...] of the envs, which env is first, how the message shows env e's value)
+    found: list[tuple[np.ndarray, int, Callable[[int], str]]] = []
     if rewards is not None:
-        bad = _non_finite_envs(np.asarray(rewards, dtype=np.float64), n_envs)
-        if len(bad):
-            env = int(bad[0])
-            raise ValueError(
-                f"env {env} returned a non-finite reward {np.asarray(rewards)[env]} {where}; {hint}"
-            )
+        found.append(
+            (np.asarray(rewards, dtype=np.float64), 0, lambda e: f"reward {np.asarray(rewards)[e]} {where}")
+        )
     for key, array in parts:
-        bad = _non_finite_envs(array, n_envs)
-        if len(bad):
-            env = int(bad[0])
-            raise ValueError(
-                f"env {env} returned a non-finite observation{key} {where}: {array[env].tolist()}; {hint}"
-            )
+        found.append((array, 0, functools.partial(_shown, f"observation{key} {where}", array, False)))
     for env, info in enumerate(infos):
         terminal = info.get("terminal_observation") if isinstance(info, dict) else None
         for key, array in _observation_parts(terminal) if terminal is not None else ():
-            if len(_non_finite_envs(array[None], 1)):
-                raise ValueError(
-                    f"env {env} returned a non-finite terminal observation{key} {where}: "
-                    f"{array.tolist()}; {hint}"
-                )
+            terminal_shown = functools.partial(_shown, f"terminal observation{key} {where}", array, True)
+            found.append((array[None], env, terminal_shown))
+    for values, first, shown in found:
+        bad = _non_finite_envs(values, len(values))
+        if len(bad):
+            env = first + int(bad[0])
+            raise ValueError(
+                f"env {env} returned a non-finite {shown(env)}; check the env, or wrap it in SB3's "
+                "VecCheckNan to find where the value comes from"
+            )

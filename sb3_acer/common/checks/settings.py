@@ -1,9 +1,12 @@
-"""Checks of what enters the model from outside: hyperparameters, spaces, policy and optimizer settings,
-``learn``'s arguments, loaded tensors and actions.
+"""Checks of ACER's settings at construction: the hyperparameters (one table, :data:`HYPERPARAMETERS`),
+the policy and optimizer settings, ``learn``'s arguments, loaded tensors and actions.
 
-Each check raises ``ValueError`` (:class:`UnsupportedSpaceError` for spaces) with a message that names the
-problem before it reaches a network, the replay memory or the weights. Observations (given to ``predict``,
-returned by an env) are checked by :mod:`sb3_acer.common.checks.observations`.
+Each check raises ``ValueError`` with a message that names the problem before it reaches a network, the
+replay memory or the weights; the rules on single values are :mod:`sb3_acer.common.checks.fields`'. Spaces
+are checked by :mod:`sb3_acer.common.checks.spaces` (the five of its names that the algorithm, the
+policies, the model file reader and the CLI import from here are re-exported until they import them from
+there), observations (given to ``predict``, returned by an env) by
+:mod:`sb3_acer.common.checks.observations`.
 """
 
 from __future__ import annotations
@@ -11,42 +14,61 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
-from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.preprocessing import is_image_space
-from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
-from stable_baselines3.common.type_aliases import GymEnv
 
+from sb3_acer.common.checks.fields import (
+    BOOLEAN,
+    DICT,
+    FINITE_NUMBER,
+    INTEGER,
+    MAX_COUNT,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INTEGER,
+    NUMBER,
+    POSITIVE,
+    UNIT_NUMBER,
+    Rule,
+    check,
+    choice,
+    integer_in,
+    is_integer,
+    is_number,
+    or_none,
+)
+from sb3_acer.common.checks.spaces import (
+    UnsupportedSpaceError,
+    check_policy_observations,
+    check_policy_takes,
+    check_spaces,
+    supported_env,
+)
 from sb3_acer.common.schedules import LR_SCHEDULES
-from sb3_acer.envs.mujoco import require_mujoco
 
 __all__ = [
+    "HYPERPARAMETERS",
     "MAX_COUNT",
     "MAX_NUM_PROCS",
     "OPTIMIZER_KEYS",
+    "SEED",
+    "Hyperparameter",
     "UnsupportedSpaceError",
-    "UnsupportedSpaceTypeError",
     "as_tensor",
     "check_actions",
     "check_count",
-    "check_dict_space",
     "check_finite",
     "check_hyperparameters",
     "check_learn_arguments",
-    "check_observation_space",
     "check_optimizer_kwargs",
     "check_policy",
     "check_policy_kwargs",
     "check_policy_observations",
     "check_policy_takes",
-    "check_seed",
     "check_spaces",
-    "features_extractor_of",
     "keyword_check",
     "optimizer_problem",
     "supported_env",
@@ -56,8 +78,6 @@ __all__ = [
 OPTIMIZER_KEYS = ("optimizer_class", "optimizer_kwargs")
 #: Most torch threads ``num_procs`` may ask for (``torch.set_num_threads(10**6)`` kills the process).
 MAX_NUM_PROCS = 1024
-#: Largest step or update count a model keeps (an int64, as NumPy and the logger hold it).
-MAX_COUNT = 2**63 - 1
 #: torch optimizers that cannot train ACER's networks whatever their settings, by name, and why.
 _UNUSABLE_OPTIMIZERS = {
     "SparseAdam": "it takes only sparse gradients, and ACER's networks have dense ones",
@@ -65,151 +85,137 @@ _UNUSABLE_OPTIMIZERS = {
 }
 
 
-class UnsupportedSpaceError(ValueError):
-    """An action or observation space that ACER cannot handle."""
-
-
-class UnsupportedSpaceTypeError(UnsupportedSpaceError, NotImplementedError):
-    """An observation space of a kind ACER takes in no form (``Tuple``, a ``Dict`` nested in a ``Dict``,
-    ...): an :class:`UnsupportedSpaceError` that is also the ``NotImplementedError`` SB3 raises for it."""
-
-
 # ---------------------------------------------------------------------- hyperparameters
 
 
-def _is_number(value: Any) -> bool:
-    # An integer too large for a float (10**400) is no setting: every one is used as a float.
-    if not isinstance(value, int | float | np.integer | np.floating) or isinstance(value, bool):
-        return False
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
+#: A seed numpy and torch both accept, or ``None``.
+SEED = or_none(integer_in(0, 2**32 - 1))
 
 
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+@dataclass(frozen=True)
+class Hyperparameter:
+    """The rules of one of ACER's settings: ``type``, checked for every setting first, then each of
+    ``values`` in order (their text may name ``{n_steps}`` and ``{buffer_size}``), given the value, or with
+    ``across`` all the settings. ``default``: the value when the constructor's arguments lack it."""
+
+    type: Rule | None = None
+    values: tuple[Rule, ...] = ()
+    across: tuple[tuple[Callable[[dict[str, Any]], bool], str], ...] = ()
+    default: Any = None
 
 
-def _must(rule: str) -> str:
-    return "{name} " + rule + ", got {value!r}"
+def _in(low: float, high: float, closed: str = "[]") -> Rule:
+    """A number in the interval ``low`` to ``high`` (``closed`` says which ends are in: ``"[]"``, ``"[)"``,
+    ``"(]"``); NaN is in none."""
+    above = (lambda v: v >= low) if closed[0] == "[" else (lambda v: v > low)
+    below = (lambda v: v <= high) if closed[1] == "]" else (lambda v: v < high)
+    return Rule(lambda v: bool(above(v) and below(v)), f"must be in {closed[0]}{low:g}, {high:g}{closed[1]}")
 
 
-#: Type rules, checked first: every name of a group must pass the group's test.
-_TYPE_RULES: tuple[tuple[tuple[str, ...], Callable[[Any], bool], str], ...] = (
-    (("n_steps", "buffer_size", "replay_start"), _is_integer, "must be an integer"),
-    (
-        ("gamma", "q_coef", "ent_coef", "rprop_alpha", "rprop_epsilon", "replay_ratio"),
-        lambda v: _is_number(v) and bool(np.isfinite(v)),
-        "must be a finite number",
-    ),
-    (("correction_term", "delta", "alpha"), _is_number, "must be a number"),
-    (
-        ("trust_region", "handle_timeout_termination"),
-        lambda v: isinstance(v, bool | np.bool_),
-        "must be True or False",
-    ),
-)
+def _positive_finite(v: Any) -> bool:
+    return is_number(v) and bool(np.isfinite(v)) and v > 0
 
-#: Value rules, checked in this order once the types are right: ``(name, test of all the settings,
-#: message)``; the message may name ``{name}``, ``{value}``, ``{n_steps}`` and ``{buffer_size}``.
-#: ``verbose`` and ``tensorboard_log`` are only among the constructor's settings.
-_VALUE_RULES: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
-    ("n_steps", lambda p: p["n_steps"] > 0, _must("must be positive")),
-    ("gamma", lambda p: 0.0 <= p["gamma"] <= 1.0, _must("must be in [0, 1]")),
-    ("replay_ratio", lambda p: p["replay_ratio"] >= 0, _must("must be non-negative")),
-    (
-        "buffer_size",
-        lambda p: not p["replay_ratio"] > 0 or p["buffer_size"] >= p["n_steps"],
-        _must("must be at least n_steps ({n_steps}) to hold one segment"),
-    ),
-    (
-        "replay_start",
-        lambda p: not p["replay_ratio"] > 0 or p["replay_start"] <= p["buffer_size"],
-        _must("must not exceed buffer_size ({buffer_size}) or replay never starts"),
-    ),
-    ("replay_start", lambda p: p["replay_start"] >= 0, _must("must be non-negative")),
-    ("correction_term", lambda p: p["correction_term"] > 0, _must("must be positive")),
-    ("delta", lambda p: p["delta"] > 0, _must("must be positive")),
-    ("alpha", lambda p: 0.0 <= p["alpha"] < 1.0, _must("must be in [0, 1)")),
-    (
-        "retrace_lambda",
-        lambda p: _is_number(p["retrace_lambda"]) and 0.0 <= p["retrace_lambda"] <= 1.0,
-        _must("must be a number in [0, 1]"),
-    ),
-    (
-        "stats_window_size",
-        lambda p: _is_integer(p["stats_window_size"]) and 0 < p["stats_window_size"] <= MAX_COUNT,
-        _must("must be a positive integer at most 2**63 - 1"),
-    ),
-    ("rprop_alpha", lambda p: 0.0 < p["rprop_alpha"] <= 1.0, _must("must be in (0, 1]")),
-    ("rprop_epsilon", lambda p: p["rprop_epsilon"] > 0, _must("must be positive")),
-    ("q_coef", lambda p: p["q_coef"] >= 0, _must("must be non-negative")),
-    ("ent_coef", lambda p: p["ent_coef"] >= 0, _must("must be non-negative")),
-    (
-        "max_grad_norm",
-        lambda p: p["max_grad_norm"] is None or (_is_number(p["max_grad_norm"]) and p["max_grad_norm"] > 0),
-        _must("must be a positive number or None (no clipping)"),
-    ),
-    (
-        "learning_rate",
-        lambda p: (
-            callable(p["learning_rate"])
-            or (_is_number(p["learning_rate"]) and np.isfinite(p["learning_rate"]) and p["learning_rate"] > 0)
+
+_REPLAYS = "replay_ratio"
+#: Every setting of ACER's constructor that has a rule, in the order they are checked: the one place a
+#: hyperparameter's rule is stated (the constructor, and a model file's saved settings, read it).
+HYPERPARAMETERS: dict[str, Hyperparameter] = {
+    "n_steps": Hyperparameter(INTEGER, (POSITIVE,)),
+    "gamma": Hyperparameter(FINITE_NUMBER, (_in(0, 1),)),
+    "replay_ratio": Hyperparameter(FINITE_NUMBER, (NON_NEGATIVE,)),
+    "buffer_size": Hyperparameter(
+        INTEGER,
+        across=(
+            (
+                lambda p: not p[_REPLAYS] > 0 or p["buffer_size"] >= p["n_steps"],
+                "must be at least n_steps ({n_steps}) to hold one segment",
+            ),
         ),
-        _must("must be a positive finite number or a schedule (callable of progress remaining)"),
     ),
-    (
-        "lr_schedule",
-        lambda p: p["lr_schedule"] in LR_SCHEDULES,
-        "unknown lr_schedule {value!r}; choose one of " + str(sorted(LR_SCHEDULES)),
-    ),
-    (
-        "q_lr_ratio",
-        lambda p: _is_number(p["q_lr_ratio"]) and np.isfinite(p["q_lr_ratio"]) and p["q_lr_ratio"] > 0,
-        _must("must be a positive number"),
-    ),
-    (
-        # torch.set_num_threads of a huge number kills the process (segmentation fault).
-        "num_procs",
-        lambda p: (
-            p["num_procs"] is None
-            or (isinstance(p["num_procs"], int | np.integer) and 0 < p["num_procs"] <= MAX_NUM_PROCS)
+    "replay_start": Hyperparameter(
+        INTEGER,
+        (NON_NEGATIVE,),
+        across=(
+            (
+                lambda p: not p[_REPLAYS] > 0 or p["replay_start"] <= p["buffer_size"],
+                "must not exceed buffer_size ({buffer_size}) or replay never starts",
+            ),
         ),
-        _must(f"must be a positive integer at most {MAX_NUM_PROCS}, or None"),
     ),
-    (
-        "verbose",
-        lambda p: isinstance(p.get("verbose", 0), int | np.integer) and p.get("verbose", 0) >= 0,
-        _must("must be a non-negative integer"),
+    "correction_term": Hyperparameter(NUMBER, (POSITIVE,)),
+    "delta": Hyperparameter(NUMBER, (POSITIVE,)),
+    "alpha": Hyperparameter(NUMBER, (_in(0, 1, "[)"),)),
+    "retrace_lambda": Hyperparameter(values=(UNIT_NUMBER,)),
+    "stats_window_size": Hyperparameter(
+        values=(
+            Rule(
+                lambda v: is_integer(v) and 0 < v <= MAX_COUNT, "must be a positive integer at most 2**63 - 1"
+            ),
+        )
     ),
-    (
-        "tensorboard_log",
-        lambda p: p.get("tensorboard_log") is None or isinstance(p["tensorboard_log"], str | os.PathLike),
-        _must("must be a folder path (str or os.PathLike) or None"),
+    "rprop_alpha": Hyperparameter(FINITE_NUMBER, (_in(0, 1, "(]"),)),
+    "rprop_epsilon": Hyperparameter(FINITE_NUMBER, (POSITIVE,)),
+    "q_coef": Hyperparameter(FINITE_NUMBER, (NON_NEGATIVE,)),
+    "ent_coef": Hyperparameter(FINITE_NUMBER, (NON_NEGATIVE,)),
+    "max_grad_norm": Hyperparameter(
+        values=(
+            Rule(
+                lambda v: v is None or (is_number(v) and v > 0),
+                "must be a positive number or None (no clipping)",
+            ),
+        )
     ),
-)
+    "learning_rate": Hyperparameter(
+        values=(
+            Rule(
+                lambda v: callable(v) or _positive_finite(v),
+                "must be a positive finite number or a schedule (callable of progress remaining)",
+            ),
+        )
+    ),
+    "lr_schedule": Hyperparameter(values=(choice(LR_SCHEDULES),)),
+    "q_lr_ratio": Hyperparameter(values=(Rule(_positive_finite, "must be a positive number"),)),
+    # torch.set_num_threads of a huge number kills the process (segmentation fault).
+    "num_procs": Hyperparameter(
+        values=(
+            or_none(
+                Rule(lambda v: isinstance(v, int | np.integer) and 0 < v <= MAX_NUM_PROCS, ""),
+                f"must be a positive integer at most {MAX_NUM_PROCS}, or None",
+            ),
+        )
+    ),
+    "verbose": Hyperparameter(
+        values=(Rule(lambda v: isinstance(v, int | np.integer) and v >= 0, NON_NEGATIVE_INTEGER.text),),
+        default=0,
+    ),
+    "tensorboard_log": Hyperparameter(
+        values=(
+            or_none(
+                Rule(lambda v: isinstance(v, str | os.PathLike), ""),
+                "must be a folder path (str or os.PathLike) or None",
+            ),
+        )
+    ),
+    "trust_region": Hyperparameter(BOOLEAN),
+    "handle_timeout_termination": Hyperparameter(BOOLEAN),
+    "seed": Hyperparameter(values=(SEED,)),
+}
 
 
 def check_hyperparameters(params: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the first invalid hyperparameter of the constructor's arguments
-    ``params`` (before anything is built): first the types, then the values, in a fixed order."""
-    for names, test, rule in _TYPE_RULES:
-        for name in names:
-            if not test(params[name]):
-                raise ValueError(f"{name} {rule}, got {params[name]!r}")
-    for name, check, message in _VALUE_RULES:
-        if not check(params):
-            raise ValueError(
-                message.format(
-                    name=name,
-                    value=params.get(name),
-                    n_steps=params["n_steps"],
-                    buffer_size=params["buffer_size"],
-                )
-            )
-    check_seed(params.get("seed"))
+    ``params`` (before anything is built) by the rules of :data:`HYPERPARAMETERS`: first every type, then
+    the values, in the table's order; then ``device``. ``verbose`` and ``tensorboard_log`` are
+    only among the constructor's settings."""
+    given = {name: params.get(name, rules.default) for name, rules in HYPERPARAMETERS.items()}
+    for name, rules in HYPERPARAMETERS.items():
+        if rules.type is not None:
+            check(given[name], name, rules.type)
+    for name, rules in HYPERPARAMETERS.items():
+        for rule in rules.values:
+            check(given[name], name, rule)
+        for test, text in rules.across:  # a rule between settings: the test reads them all
+            check(given, name, Rule(test, text.format(**given), f"{{name}} {{text}}, got {given[name]!r}"))
     device = params.get("device", "auto")
     if not isinstance(device, th.device) and device != "auto":
         try:
@@ -221,15 +227,15 @@ def check_hyperparameters(params: dict[str, Any]) -> None:
 def check_count(value: Any, name: str, minimum: int = 0) -> int:
     """``value`` if it is an integer (not a bool) in ``[minimum, MAX_COUNT]``; ``ValueError`` naming
     ``name`` otherwise."""
-    if not _is_integer(value) or not minimum <= value <= MAX_COUNT:
-        raise ValueError(f"{name} must be an integer in [{minimum}, 2**63 - 1], got {value!r}")
-    return int(value)
+    return int(check(value, name, integer_in(minimum, MAX_COUNT)))
 
 
-def check_seed(seed: Any, name: str = "seed") -> None:
-    """Raise ``ValueError`` unless ``seed`` is ``None`` or an integer numpy and torch both accept."""
-    if seed is not None and (not _is_integer(seed) or not 0 <= seed <= 2**32 - 1):
-        raise ValueError(f"{name} must be an integer in [0, 2**32 - 1], got {seed!r}")
+#: ``learn``'s ``total_timesteps``: a whole number written as a float (``learn(1e5)``, the zoo's
+#: ``n_timesteps``) counts, as in SB3.
+_TOTAL_TIMESTEPS = Rule(
+    lambda v: (is_integer(v) or (isinstance(v, float) and v.is_integer())) and v >= 0,
+    NON_NEGATIVE_INTEGER.text,
+)
 
 
 def check_learn_arguments(
@@ -242,17 +248,14 @@ def check_learn_arguments(
 ) -> None:
     """Raise ``ValueError`` (``TypeError`` for the callback) naming the first argument ``learn`` refuses,
     or saying that the model (``has_env`` false) has no environment to learn on."""
-    # A whole number written as a float (learn(1e5), the zoo's n_timesteps) counts, as in SB3.
-    whole_float = isinstance(total_timesteps, float) and float(total_timesteps).is_integer()
-    if not (_is_integer(total_timesteps) or whole_float) or total_timesteps < 0:
-        raise ValueError(f"total_timesteps must be a non-negative integer, got {total_timesteps!r}")
+    check(total_timesteps, "total_timesteps", _TOTAL_TIMESTEPS)
     if not has_env:
         raise ValueError("this model has no environment; pass one to ACER.load(..., env=...) or set_env()")
-    if log_interval is not None and (not _is_integer(log_interval) or log_interval < 0):
-        raise ValueError(f"log_interval must be a non-negative integer or None, got {log_interval!r}")
-    if not isinstance(tb_log_name, str):
-        raise ValueError(f"tb_log_name must be a string, got {tb_log_name!r}")
-    check_seed(seed)
+    check(
+        log_interval, "log_interval", or_none(NON_NEGATIVE_INTEGER, "must be a non-negative integer or None")
+    )
+    check(tb_log_name, "tb_log_name", Rule(lambda v: isinstance(v, str), "must be a string"))
+    check(seed, "seed", SEED)
     callbacks = callback if isinstance(callback, list) else [callback]
     if not all(c is None or isinstance(c, BaseCallback) or callable(c) for c in callbacks):
         raise TypeError(
@@ -296,8 +299,7 @@ def check_policy_kwargs(policy_classes: tuple[type, ...], policy_kwargs: Any) ->
     ``policy_classes`` takes (besides the :data:`OPTIMIZER_KEYS`), with a usable optimizer."""
     if policy_kwargs is None:
         return
-    if not isinstance(policy_kwargs, dict):
-        raise ValueError(f"policy_kwargs must be a dict, got {type(policy_kwargs).__name__}")
+    check(policy_kwargs, "policy_kwargs", DICT)
     network_kwargs = {key: value for key, value in policy_kwargs.items() if key not in OPTIMIZER_KEYS}
     unknown, accepted = set(network_kwargs), set()
     for policy_class in policy_classes:
@@ -334,10 +336,7 @@ def check_optimizer_kwargs(policy_kwargs: dict[str, Any]) -> None:
         )
     if optimizer_kwargs is None:
         return
-    if not isinstance(optimizer_kwargs, dict):
-        raise ValueError(
-            f"policy_kwargs: optimizer_kwargs must be a dict, got {type(optimizer_kwargs).__name__}"
-        )
+    check(optimizer_kwargs, "policy_kwargs: optimizer_kwargs", DICT)
     if "lr" in optimizer_kwargs:
         raise ValueError(
             "policy_kwargs: optimizer_kwargs must not set 'lr'; the step size is learning_rate "
@@ -365,159 +364,6 @@ def optimizer_problem(optimizer_class: type[th.optim.Optimizer]) -> str | None:
         if unusable is not None and issubclass(optimizer_class, unusable):
             return problem
     return None
-
-
-# ---------------------------------------------------------------------- spaces
-
-
-def supported_env(env: GymEnv | str | None, verbose: int, needed: bool) -> GymEnv | None:
-    """``env`` (made from its id if need be) once its spaces are checked: unsupported spaces are refused
-    before BaseAlgorithm wraps the env, whose own checks are asserts (e.g. on unbounded Box actions) or name
-    another algorithm's policies (Dict observations). ``needed``: the networks are built now."""
-    if env is None:
-        if needed:
-            raise ValueError(
-                "ACER needs an environment to build its networks: pass env (an env id, a gymnasium Env or "
-                "a VecEnv); ACER.load(path) reads a saved model without one"
-            )
-        return None
-    if isinstance(env, str):
-        require_mujoco(env)
-    env = maybe_make_env(env, verbose)
-    check_spaces(env.observation_space, env.action_space)
-    return env
-
-
-def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
-    """Raise :class:`UnsupportedSpaceError` unless ACER can use these spaces."""
-    if not isinstance(action_space, spaces.Discrete | spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary):
-        raise UnsupportedSpaceError(
-            f"ACER supports Discrete, Box, MultiDiscrete and MultiBinary action spaces, got {action_space} "
-            f"({type(action_space).__name__} actions are not supported)"
-        )
-    if isinstance(action_space, spaces.Box) and not np.isfinite([action_space.low, action_space.high]).all():
-        # SB3's convention (the env gets the action clipped to the bounds) needs finite bounds.
-        raise UnsupportedSpaceError(f"ACER needs Box action spaces with finite bounds, got {action_space}")
-    if isinstance(observation_space, spaces.Dict):
-        check_dict_space(observation_space)
-    else:
-        check_observation_space(observation_space)
-    # Actions are sampled as 0 .. n-1 and observations one-hot encoded from 0 (as in SB3): a space
-    # with another start would silently get wrong actions or fail deep inside the network.
-    for kind, space in (("action", action_space), ("observation", observation_space)):
-        if isinstance(space, spaces.Discrete | spaces.MultiDiscrete) and np.any(space.start != 0):
-            raise UnsupportedSpaceError(
-                f"ACER needs {type(space).__name__} {kind} spaces that start at 0, got {space} "
-                f"(start={space.start}); shift the {kind}s with a wrapper"
-            )
-
-
-def check_dict_space(observation_space: spaces.Dict) -> None:
-    """Raise :class:`UnsupportedSpaceError` unless every key of the ``Dict`` observation space is a string
-    and its subspace one ACER takes on its own (SB3's ``CombinedExtractor`` takes nothing nested)."""
-    for key, subspace in observation_space.spaces.items():
-        if not isinstance(key, str):
-            raise UnsupportedSpaceError(
-                f"ACER needs the keys of a Dict observation space to be strings, got {key!r} in "
-                f"{observation_space}"
-            )
-        if isinstance(subspace, spaces.Dict | spaces.Tuple):
-            raise UnsupportedSpaceTypeError(
-                f"ACER does not support nested observation spaces: key {key!r} of the Dict observation "
-                f"space is a {type(subspace).__name__} ({subspace}); flatten it into keys of the outer Dict "
-                "with a wrapper"
-            )
-        try:
-            check_observation_space(subspace)
-            if isinstance(subspace, spaces.Discrete | spaces.MultiDiscrete) and np.any(subspace.start != 0):
-                raise UnsupportedSpaceError(
-                    f"ACER needs {type(subspace).__name__} observation spaces that start at 0, got "
-                    f"{subspace} (start={subspace.start}); shift the observations with a wrapper"
-                )
-        except UnsupportedSpaceError as error:
-            raise type(error)(f"key {key!r} of the Dict observation space: {error}") from None
-
-
-def check_observation_space(observation_space: spaces.Space) -> None:
-    """Raise :class:`UnsupportedSpaceError` unless ACER takes observations of this (non-``Dict``) space
-    (whose start, for ``Discrete`` and ``MultiDiscrete``, :func:`check_spaces` checks)."""
-    supported = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-    if not isinstance(observation_space, supported):
-        raise UnsupportedSpaceTypeError(
-            "ACER supports Box, Discrete, MultiDiscrete and MultiBinary observations, and Dict "
-            f"observations of them (with MultiInputPolicy); got {observation_space}"
-        )
-    # SB3's preprocessing flattens a Box of at least one axis and a one-dimensional MultiDiscrete; these
-    # others would fail deep inside learn() or with a NumPy message.
-    if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
-        raise UnsupportedSpaceError(
-            f"ACER does not support Box observations of shape () (a scalar), got {observation_space}; "
-            "give them shape (1,) with a wrapper"
-        )
-    nvec_shape = np.shape(getattr(observation_space, "nvec", ()))
-    if isinstance(observation_space, spaces.MultiDiscrete) and len(nvec_shape) != 1:
-        raise UnsupportedSpaceError(
-            f"ACER supports MultiDiscrete observations of one dimension, got nvec of shape {nvec_shape}: "
-            f"{observation_space}; flatten them with a wrapper"
-        )
-
-
-def features_extractor_of(policy_class: type, policy_kwargs: dict[str, Any] | None) -> Any:
-    """The features extractor class a policy builds, as its signature and ``policy_kwargs`` say (``None``
-    if neither names one)."""
-    extractor = (policy_kwargs or {}).get("features_extractor_class")
-    for klass in policy_class.__mro__ if extractor is None else ():
-        init = klass.__dict__.get("__init__")
-        parameter = inspect.signature(init).parameters.get("features_extractor_class") if init else None
-        if parameter is not None:  # the default of the nearest class that names it
-            return parameter.default
-    return extractor
-
-
-def check_policy_observations(
-    policy_class: type, policy_kwargs: dict[str, Any] | None, observation_space: spaces.Space
-) -> None:
-    """Raise :class:`UnsupportedSpaceError` if the observations are a ``Dict`` and the policy's features
-    extractor takes one array (SB3's ``FlattenExtractor`` or ``NatureCNN``: the Mlp and Cnn policies), as
-    SB3's algorithms do: a Dict needs ``MultiInputPolicy`` (or an extractor of dicts)."""
-    if not isinstance(observation_space, spaces.Dict):
-        return
-    extractor = features_extractor_of(policy_class, policy_kwargs)
-    if isinstance(extractor, type) and issubclass(extractor, FlattenExtractor | NatureCNN):
-        name = getattr(policy_class, "__name__", "the policy")
-        raise UnsupportedSpaceError(
-            f"You must use `MultiInputPolicy` when working with a Dict observation space, not {name} "
-            f"(its {extractor.__name__} takes one array); got {observation_space}"
-        )
-
-
-def check_policy_takes(
-    policy_class: type, policy_kwargs: dict[str, Any], observation_space: spaces.Space
-) -> None:
-    """Raise :class:`UnsupportedSpaceError` if a policy on SB3's ``NatureCNN`` (the Cnn policies, as
-    their signatures and ``policy_kwargs`` say) does not get images it can take. Called before building
-    ACER's own Cnn policies, and for any other policy only once it failed to build, so that a subclass
-    that builds is never second-guessed."""
-    extractor = features_extractor_of(policy_class, policy_kwargs)
-    if not (isinstance(extractor, type) and issubclass(extractor, NatureCNN)):
-        return
-    scaled = not policy_kwargs.get("normalize_images", True)
-    name = getattr(policy_class, "__name__", "the policy")
-    if not is_image_space(observation_space, check_channels=False, normalized_image=scaled):
-        raise UnsupportedSpaceError(
-            f"{name} needs image observations: uint8 [H, W, C] or [C, H, W] with values 0 to 255, "
-            "or float images already scaled, channel-first, with "
-            f"policy_kwargs=dict(normalize_images=False); got {observation_space}; use an Mlp policy "
-            "for other observations"
-        )
-    # NatureCNN takes a float image's first axis for its channels; one whose last side is its smallest,
-    # (84, 84, 3) say, is channel-last (SB3's own guess, the smallest side, refuses (48, 40, 40)).
-    height, width, last = observation_space.shape  # type: ignore[misc]
-    if scaled and observation_space.dtype != np.uint8 and last < min(height, width):
-        raise UnsupportedSpaceError(
-            f"{name}: float images must be channel-first [C, H, W] (only uint8 images are transposed), "
-            f"got {observation_space}; transpose them with a wrapper"
-        )
 
 
 # ---------------------------------------------------------------------- tensors and actions

@@ -54,6 +54,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.checks.fields import check_format_version
 from sb3_acer.common.save_util.class_table import CLASS_TABLE
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "MAX_TENSOR_BYTES",
     "EntryTooLargeError",
     "ModelFileError",
+    "archive_source",
     "decode_json_value",
     "encode_json_value",
     "open_entry",
@@ -364,18 +366,21 @@ def open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
         raise zipfile.BadZipFile(f"entry {info.filename} cannot be read: {error}") from error
 
 
+def archive_source(path_or_file: PathOrFile, suffix: str = ".zip", what: str = "model file") -> Any:
+    """The file object, or the path (with ``suffix`` if it has none and nothing is there, as SB3 appends
+    it); ``FileNotFoundError`` (``no <what> at <path>``) if no file is there."""
+    if not isinstance(path_or_file, str | pathlib.Path):
+        return path_or_file
+    path = pathlib.Path(path_or_file)
+    path = path.with_suffix(suffix) if not path.exists() and path.suffix == "" else path
+    if not path.exists():
+        raise FileNotFoundError(f"no {what} at {path}")
+    return path
+
+
 def _open_archive(path_or_file: PathOrFile) -> zipfile.ZipFile:
-    if isinstance(path_or_file, str | pathlib.Path):
-        path = pathlib.Path(path_or_file)
-        if not path.exists() and path.suffix == "":
-            path = path.with_suffix(".zip")
-        if not path.exists():
-            raise FileNotFoundError(f"no model file at {path}")
-        source: Any = path
-    else:
-        source = path_or_file
     try:
-        return open_zip(source)
+        return open_zip(archive_source(path_or_file))
     except zipfile.BadZipFile as error:
         raise ModelFileError(
             f"{path_or_file} is not a model file (not a zip archive or truncated): {error}"
@@ -455,17 +460,13 @@ def _data_entry(archive: zipfile.ZipFile, path_or_file: PathOrFile, algorithm: s
         raise ModelFileError(
             f"{path_or_file} holds a {data.get('algorithm')} model, not an {algorithm} model"
         )
-    version = data.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ModelFileError(
-            f"{path_or_file} has format version {version!r}, not a version number (1 to "
-            f"{FORMAT_VERSION}): {entry} is damaged"
-        )
-    if version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path_or_file} has format version {version}, newer than this sb3-acer reads "
-            f"({FORMAT_VERSION}); upgrade sb3-acer"
-        )
+    check_format_version(
+        data.get("format_version"),
+        FORMAT_VERSION,
+        f"{path_or_file} has format version",
+        f"{entry} is damaged",
+        ModelFileError,
+    )
     return data
 
 

@@ -45,11 +45,13 @@ from typing import IO, Any
 import numpy as np
 
 from sb3_acer.common.buffers import BUFFER_CLASSES, ReplayBuffer
+from sb3_acer.common.checks.fields import NON_NEGATIVE_INTEGER, check_format_version
 from sb3_acer.common.observations import dtype_from_json, dtype_to_json
 from sb3_acer.common.save_util.model_file import (
     EntryTooLargeError,
     ModelFileError,
     PathOrFile,
+    archive_source,
     open_entry,
     open_zip,
     read_json_entry,
@@ -281,17 +283,13 @@ def _read_header(archive: zipfile.ZipFile, source: Any) -> dict[str, Any]:
     header = read_json_entry(archive, BUFFER_ENTRY, source, "a replay buffer's", ReplayBufferFileError)
     if not isinstance(header, dict) or header.get("format") != BUFFER_FORMAT_NAME:
         raise ReplayBufferFileError(f"{source} is not an sb3-acer replay buffer file")
-    version = header.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ReplayBufferFileError(
-            f"{source} has replay buffer format version {version!r}, not a version number (1 to "
-            f"{BUFFER_FORMAT_VERSION}): the file is damaged"
-        )
-    if version > BUFFER_FORMAT_VERSION:
-        raise ReplayBufferFileError(
-            f"{source} has replay buffer format version {version}, newer than this sb3-acer reads "
-            f"({BUFFER_FORMAT_VERSION}); upgrade sb3-acer"
-        )
+    check_format_version(
+        header.get("format_version"),
+        BUFFER_FORMAT_VERSION,
+        f"{source} has replay buffer format version",
+        "the file is damaged",
+        ReplayBufferFileError,
+    )
     return header
 
 
@@ -307,10 +305,7 @@ def _setting(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
             raise ValueError(f"{name} is not a dtype: {state[name]!r}")
         return value
     counts = value if name == "obs_shape" else (value,)
-    if not (
-        isinstance(counts, tuple)
-        and all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in counts)
-    ):
+    if not (isinstance(counts, tuple) and all(NON_NEGATIVE_INTEGER.test(count) for count in counts)):
         raise ValueError(
             f"{name} must be a whole number (or a tuple of them for obs_shape), got {state[name]!r}"
         )
@@ -424,14 +419,7 @@ def save_buffer(buffer: Any, path_or_file: PathOrFile) -> None:
 def _open(
     path_or_file: PathOrFile, suffix: str = ".pkl", what: str = "replay buffer file"
 ) -> zipfile.ZipFile:
-    source: Any = path_or_file
-    if isinstance(path_or_file, str | pathlib.Path):
-        path = pathlib.Path(path_or_file)
-        if not path.exists() and path.suffix == "":
-            path = _with_suffix(path, suffix)
-        if not path.exists():
-            raise FileNotFoundError(f"no {what} at {path}")
-        source = path
+    source = archive_source(path_or_file, suffix, what)
     try:
         return open_zip(source)
     except (zipfile.BadZipFile, OSError) as error:

@@ -328,6 +328,28 @@ def test_a_replay_memory_larger_than_the_machine_is_refused_before_it_is_allocat
         ACER("MlpPolicy", "CartPole-v1", n_steps=5, buffer_size=buffer_size)
 
 
+def test_every_hyperparameter_has_its_rules_in_the_one_table() -> None:
+    """A hyperparameter is added in one place for its rules: the table covers every constructor setting (all
+    of which a model file saves), and the shared rules read the same in the other callers (a model file's
+    counters, RayActors, presets)."""
+    import inspect
+
+    from sb3_acer.common.checks import HYPERPARAMETERS, POSITIVE_INTEGER, UNIT_NUMBER, check
+    from sb3_acer.common.checks.settings import check_count
+
+    not_hyperparameters = {"self", "policy", "env", "policy_kwargs", "_init_setup_model", "device"}
+    assert set(HYPERPARAMETERS) == set(inspect.signature(ACER.__init__).parameters) - not_hyperparameters
+    with pytest.raises(ValueError) as error:
+        check(1.5, "progress_remaining", UNIT_NUMBER)
+    assert str(error.value) == "progress_remaining must be a number in [0, 1], got 1.5"
+    with pytest.raises(ValueError) as error:
+        check(True, "n_envs", POSITIVE_INTEGER)
+    assert str(error.value) == "n_envs must be a positive integer, got True"
+    with pytest.raises(ValueError) as error:
+        check_count(-5, "num_timesteps")
+    assert str(error.value) == "num_timesteps must be an integer in [0, 2**63 - 1], got -5"
+
+
 def test_verbose_true_and_a_path_tensorboard_log_are_accepted(tmp_path: pathlib.Path) -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=5, verbose=True, tensorboard_log=tmp_path)
     model.learn(10)
