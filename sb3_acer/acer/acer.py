@@ -5,8 +5,9 @@ replayed updates per segment), prediction, environments, and the file methods. T
 is :class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s; checks of settings and inputs live in
 :mod:`sb3_acer.common.checks.settings`, the optimizer in :mod:`sb3_acer.common.optim`. Its state in files
 is its own: it names what it saves (``saved_hyperparameters``, ``saved_counters``,
-``_get_torch_save_params``) and restores what only it knows (the optimizer's grouping, the replay memory, the
-replay sampling generator); ``save`` and ``load`` are :class:`~sb3_acer.common.base_class.DataFileAlgorithm`'s.
+``_get_torch_save_params``) and restores what only it knows (the optimizer's grouping, the replay memory,
+the replay sampling generator); ``save`` and ``load`` are
+:class:`~sb3_acer.common.base_class.DataFileAlgorithm`'s.
 """
 
 from __future__ import annotations
