@@ -282,7 +282,20 @@ class DataFileAlgorithm(BaseAlgorithm):
             policy_class, policy_given, overrides = model_io.load_arguments(
                 path, saved, custom_objects, kwargs, classes, cls.taken_policy_aliases, names
             )
-            model = cls._from_saved_settings(path, saved, policy_class, device, overrides)
+            try:
+                model = cls(  # type: ignore[call-arg]
+                    policy=policy_class,
+                    env=None,
+                    device=device,
+                    policy_kwargs=saved.policy_kwargs or None,
+                    _init_setup_model=False,
+                    **saved.hyperparameters,
+                )
+            except (ValueError, TypeError) as error:
+                if overrides:  # the given values may be the cause: report the error as it is
+                    raise
+                raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
+            model._set_saved_spaces(path, saved)
             if env is not None:
                 model._attach_env(env)
             policy_given = policy_given or replaced_policy_kwargs is not None
@@ -292,34 +305,11 @@ class DataFileAlgorithm(BaseAlgorithm):
             model._restore_rng(path, saved, overrides.get("seed"))
             return model
 
-    @classmethod
-    def _from_saved_settings(
-        cls: type[SelfDataFileAlgorithm],
-        path: model_io.PathOrFile,
-        saved: model_io.SavedModel,
-        policy_class: Any,
-        device: th.device | str,
-        overrides: dict[str, Any],
-    ) -> SelfDataFileAlgorithm:
-        """The model of the saved settings, with the saved spaces and number of envs, networks not yet
-        built."""
-        try:
-            model = cls(  # type: ignore[call-arg]
-                policy=policy_class,
-                env=None,
-                device=device,
-                policy_kwargs=saved.policy_kwargs or None,
-                _init_setup_model=False,
-                **saved.hyperparameters,
-            )
-        except (ValueError, TypeError) as error:
-            if overrides:  # the given values may be the cause: report the error as it is
-                raise
-            raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
-        model.observation_space = saved.observation_space
-        model.action_space = saved.action_space
-        model.n_envs = model_io.saved_n_envs(path, saved.data)
-        return model
+    def _set_saved_spaces(self, path: model_io.PathOrFile, saved: model_io.SavedModel) -> None:
+        """Give the model built from the saved settings the saved spaces and number of envs."""
+        self.observation_space = saved.observation_space
+        self.action_space = saved.action_space
+        self.n_envs = model_io.saved_n_envs(path, saved.data)
 
     def _attach_env(self, env: GymEnv | str) -> None:
         """Give the loaded model the environment ``env``, whose spaces must be the saved ones."""
