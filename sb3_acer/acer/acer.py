@@ -13,8 +13,6 @@ the replay sampling generator); ``save`` and ``load`` are
 from __future__ import annotations
 
 import copy
-import io
-import pathlib
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -56,9 +54,9 @@ from sb3_acer.common.optim import (
     zero_gradients,
 )
 from sb3_acer.common.save_util.model_io import PathOrFile, SavedModel, global_state_restored_on_error
-from sb3_acer.common.save_util.replay_file import check_buffer_matches, load_buffer, save_buffer
+from sb3_acer.common.save_util.replay_file import check_buffer_matches
 from sb3_acer.common.save_util.rng_state import generator_state
-from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.common.schedules import LR_SCHEDULES, saved_schedule, scheduled_rate
 from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
@@ -185,14 +183,7 @@ class ACER(SegmentAlgorithm):
         seed: int | None = None,
         device: th.device | str = "auto",
     ) -> None:
-        check_hyperparameters(dict(locals()))
-        policy_class = check_policy(policy, self.taken_policy_aliases, POLICY_BASES)
-        env = supported_env(env, verbose, needed=_init_setup_model)
-        # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
-        action_space = None if env is None else env.action_space
-        check_policy_kwargs(policy_classes_for_kwargs(policy_class, action_space), policy_kwargs)
-        if env is not None:
-            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
+        policy_class, env = self._checked_arguments(dict(locals()))
         # Nothing global changes unless the model is built: thread count and generators are put back.
         with global_state_restored_on_error():
             if num_procs is not None:
@@ -237,6 +228,21 @@ class ACER(SegmentAlgorithm):
                 self._setup_model()
 
     @classmethod
+    def _checked_arguments(cls, arguments: dict[str, Any]) -> tuple[type[BasePolicy], GymEnv | None]:
+        """Check the constructor's ``arguments`` before anything changes; returns the policy class and the
+        environment (made from its id)."""
+        check_hyperparameters(arguments)
+        policy_kwargs = arguments["policy_kwargs"]
+        policy_class = check_policy(arguments["policy"], cls.taken_policy_aliases, POLICY_BASES)
+        env = supported_env(arguments["env"], arguments["verbose"], needed=arguments["_init_setup_model"])
+        # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
+        action_space = None if env is None else env.action_space
+        check_policy_kwargs(policy_classes_for_kwargs(policy_class, action_space), policy_kwargs)
+        if env is not None:
+            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
+        return policy_class, env
+
+    @classmethod
     def check_settings(
         cls, policy: str | type[ACERPolicy] | type[RecurrentACERPolicy], **kwargs: Any
     ) -> None:
@@ -270,11 +276,7 @@ class ACER(SegmentAlgorithm):
             raise TypeError(f"lr_schedule must be a schedule name or a callable of progress, got {value!r}")
 
     def _scheduled_rate(self, progress_remaining: float) -> float:
-        if callable(self.learning_rate):
-            return float(self.learning_rate(progress_remaining))
-        return float(self.learning_rate) * schedule_multiplier(
-            self.lr_schedule_name, 1.0 - progress_remaining
-        )
+        return scheduled_rate(self.learning_rate, self.lr_schedule_name, progress_remaining)
 
     def current_learning_rate(self) -> float:
         """Learning rate at the current training progress."""
@@ -509,32 +511,15 @@ class ACER(SegmentAlgorithm):
     # ------------------------------------------------------------------ its state in files
 
     #: Constructor arguments saved in the model file, in the documented order.
+    # fmt: off
     saved_hyperparameters: ClassVar[tuple[str, ...]] = (
-        "gamma",
-        "n_steps",
-        "num_procs",
-        "q_coef",
-        "ent_coef",
-        "max_grad_norm",
-        "learning_rate",
-        "lr_schedule",
-        "q_lr_ratio",
-        "rprop_alpha",
-        "rprop_epsilon",
-        "buffer_size",
-        "replay_ratio",
+        "gamma", "n_steps", "num_procs", "q_coef", "ent_coef", "max_grad_norm", "learning_rate",
+        "lr_schedule", "q_lr_ratio", "rprop_alpha", "rprop_epsilon", "buffer_size", "replay_ratio",
         "replay_start",
-        "correction_term",
-        "trust_region",
-        "alpha",
-        "delta",
-        "handle_timeout_termination",
-        "retrace_lambda",
-        "stats_window_size",
-        "verbose",
-        "tensorboard_log",
-        "seed",
+        "correction_term", "trust_region", "alpha", "delta", "handle_timeout_termination", "retrace_lambda",
+        "stats_window_size", "verbose", "tensorboard_log", "seed",
     )
+    # fmt: on
     saved_counters: ClassVar[tuple[tuple[str, str, int], ...]] = (
         *SegmentAlgorithm.saved_counters,
         ("n_replay_updates", "_n_replay_updates", 0),
@@ -546,15 +531,9 @@ class ACER(SegmentAlgorithm):
 
     def _get_hyperparameters(self) -> dict[str, Any]:
         hyperparameters = super()._get_hyperparameters()
-        hyperparameters["lr_schedule"] = self.lr_schedule_name
-        if callable(self.learning_rate):
-            # A callable cannot be stored as data: store its current value as a constant rate (pass the
-            # callable again to ACER.load(..., learning_rate=...) to keep scheduling). At the end of a
-            # schedule that decays to 0 that value is 0, which is no learning rate: the initial one is
-            # stored then, so that the file loads.
-            current = self.current_learning_rate()
-            hyperparameters["learning_rate"] = current if current > 0 else float(self.learning_rate(1.0))
-            hyperparameters["lr_schedule"] = "constant"
+        hyperparameters["learning_rate"], hyperparameters["lr_schedule"] = saved_schedule(
+            self.learning_rate, self.lr_schedule_name, self.current_learning_rate()
+        )
         return hyperparameters
 
     def _get_rng_states(self) -> dict[str, Any]:
@@ -566,17 +545,6 @@ class ACER(SegmentAlgorithm):
             # The model's rprop_alpha and rprop_epsilon (given to load, say) win over the saved settings.
             for group in self.optimizer.param_groups:
                 group.update(alpha=self.rprop_alpha, eps=self.rprop_epsilon)
-
-    def _restore_replay_buffer(self, buffer: Any) -> None:
-        if buffer is None or self.replay_ratio <= 0:
-            return
-        try:
-            self._install_replay_buffer(buffer)
-        except ValueError as error:
-            raise ValueError(
-                f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an "
-                "empty replay memory"
-            ) from error
 
     def _restore_rng(self, path: PathOrFile, saved: SavedModel, seed: int | None) -> None:
         super()._restore_rng(path, saved, seed)
@@ -609,33 +577,3 @@ class ACER(SegmentAlgorithm):
                 f"model's policy needs {own_size}"
             )
         self.replay_buffer = buffer
-
-    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
-        """Save the replay memory as data (SB3's name): its arrays, write position and the per-env sampling
-        generators. ``.pkl`` is appended to a path without suffix as SB3 does, but the file is a zip of JSON
-        and ``.npy`` arrays, never a pickle; a path is written atomically.
-
-        Raises:
-            ValueError: if the model has no replay memory (``replay_ratio=0``, or no environment yet).
-        """
-        if self.replay_buffer is None:
-            raise ValueError("this model has no replay buffer to save (replay_ratio=0 or no environment)")
-        save_buffer(self.replay_buffer, path)
-
-    def load_replay_buffer(
-        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True
-    ) -> None:
-        """Load a replay memory saved by :meth:`save_replay_buffer` (or a checkpoint saved with
-        ``save(path, include=["replay_buffer"])``), without unpickling anything. The buffer must fit this
-        model: same ``n_steps``, number of envs, observation shape and dtype, actions and capacity;
-        otherwise ``ValueError`` is raised and the model's own memory is kept.
-
-        Args:
-            path: replay buffer file (path or file-like).
-            truncate_last_traj: accepted for SB3 compatibility; ACER stores whole segments, so there is
-                no partial trajectory to truncate.
-        """
-        del truncate_last_traj
-        if self.replay_ratio <= 0:
-            raise ValueError("this model does not replay (replay_ratio=0): it has no use for a replay buffer")
-        self._install_replay_buffer(load_buffer(path))

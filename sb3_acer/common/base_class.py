@@ -11,7 +11,6 @@ random generators), each through a method of the model. What a file means, apart
 
 from __future__ import annotations
 
-import dataclasses
 import platform
 from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
@@ -29,7 +28,6 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 from sb3_acer.common.buffers import ReplayBuffer
 from sb3_acer.common.save_util import model_io
 from sb3_acer.common.save_util.class_table import given_classes
-from sb3_acer.common.save_util.custom_spaces import SPACE_KEYS, replaced_space
 from sb3_acer.common.save_util.model_file import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -37,6 +35,7 @@ from sb3_acer.common.save_util.model_file import (
     encode_json_value,
     space_to_json,
 )
+from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
 from sb3_acer.common.save_util.rng_state import global_rng_states
 
 __all__ = ["NEVER_SAVED", "DataFileAlgorithm"]
@@ -56,8 +55,8 @@ class DataFileAlgorithm(BaseAlgorithm):
 
     Subclasses name their saved state dicts in ``_get_torch_save_params``, their constructor arguments in
     :attr:`saved_hyperparameters` and their counters in :attr:`saved_counters`, and may extend
-    :meth:`_get_hyperparameters`, :meth:`_get_rng_states`, :meth:`_load_optimizer_state`,
-    :meth:`_restore_replay_buffer` and :meth:`_restore_rng`.
+    :meth:`_get_hyperparameters`, :meth:`_get_rng_states`, :meth:`_load_optimizer_state` and
+    :meth:`_restore_rng`; a model with a replay memory implements :meth:`_install_replay_buffer`.
     """
 
     #: Constructor arguments saved in the model file, in the documented order.
@@ -71,6 +70,8 @@ class DataFileAlgorithm(BaseAlgorithm):
     #: Every policy name a file may hold, with its class.
     taken_policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
     replay_buffer: ReplayBuffer | None
+    #: Mean number of replayed updates per on-policy update (0: the model does not replay).
+    replay_ratio: float
     #: Whether the file this model was loaded from says it was trained on a ``VecNormalize`` env.
     _loaded_with_vec_normalize = False
 
@@ -270,15 +271,7 @@ class DataFileAlgorithm(BaseAlgorithm):
             saved = model_io.read_saved_model(
                 path, keep_buffer, replaced_policy_kwargs, print_system_info, classes, names
             )
-            saved = dataclasses.replace(
-                saved,
-                observation_space=replaced_space(
-                    "observation_space", saved.observation_space, custom_objects
-                ),
-                action_space=replaced_space("action_space", saved.action_space, custom_objects),
-            )
-            for key in SPACE_KEYS:
-                custom_objects.pop(key, None)
+            saved = model_io.with_given_spaces(saved, custom_objects)
             policy_class, policy_given, overrides = model_io.load_arguments(
                 path, saved, custom_objects, kwargs, classes, cls.taken_policy_aliases, names
             )
@@ -338,8 +331,21 @@ class DataFileAlgorithm(BaseAlgorithm):
         self._loaded_with_vec_normalize = counters.trained_with_vec_normalize
 
     def _restore_replay_buffer(self, buffer: Any) -> None:
-        """Install the replay memory a file holds (``None``: it holds none, or the caller left it out)."""
-        del buffer
+        """Install the replay memory a file holds (``None``: it holds none, or the caller left it out), if
+        the model replays."""
+        if buffer is None or self.replay_ratio <= 0:
+            return
+        try:
+            self._install_replay_buffer(buffer)
+        except ValueError as error:
+            raise ValueError(
+                f"load: {error}; pass custom_objects={{'replay_buffer': None}} to start with an "
+                "empty replay memory"
+            ) from error
+
+    def _install_replay_buffer(self, buffer: Any) -> None:
+        """Install ``buffer`` as the replay memory if it fits the model (else ``ValueError``)."""
+        raise NotImplementedError
 
     def _restore_rng(self, path: model_io.PathOrFile, saved: model_io.SavedModel, seed: int | None) -> None:
         """Seed the generators from ``seed``, or restore the saved ones."""
@@ -348,3 +354,33 @@ class DataFileAlgorithm(BaseAlgorithm):
             self.set_random_seed(seed)
         elif saved.rng_states is not None:
             model_io.restore_global_rng_states(path, saved.rng_states)
+
+    # ------------------------------------------------------------------ the replay memory
+
+    def save_replay_buffer(self, path: model_io.PathOrFile) -> None:
+        """Save the replay memory as data (SB3's name): its arrays, write position and the per-env sampling
+        generators. ``.pkl`` is appended to a path without suffix as SB3 does, but the file is a zip of JSON
+        and ``.npy`` arrays, never a pickle; a path is written atomically.
+
+        Raises:
+            ValueError: if the model has no replay memory (``replay_ratio=0``, or no environment yet).
+        """
+        if self.replay_buffer is None:
+            raise ValueError("this model has no replay buffer to save (replay_ratio=0 or no environment)")
+        save_buffer(self.replay_buffer, path)
+
+    def load_replay_buffer(self, path: model_io.PathOrFile, truncate_last_traj: bool = True) -> None:
+        """Load a replay memory saved by :meth:`save_replay_buffer` (or a checkpoint saved with
+        ``save(path, include=["replay_buffer"])``), without unpickling anything. The buffer must fit this
+        model: same ``n_steps``, number of envs, observation shape and dtype, actions and capacity;
+        otherwise ``ValueError`` is raised and the model's own memory is kept.
+
+        Args:
+            path: replay buffer file (path or file-like).
+            truncate_last_traj: accepted for SB3 compatibility; ACER stores whole segments, so there is
+                no partial trajectory to truncate.
+        """
+        del truncate_last_traj
+        if self.replay_ratio <= 0:
+            raise ValueError("this model does not replay (replay_ratio=0): it has no use for a replay buffer")
+        self._install_replay_buffer(load_buffer(path))

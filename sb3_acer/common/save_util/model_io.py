@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import pathlib
 import zipfile
@@ -33,6 +34,7 @@ from sb3_acer.common.checks.settings import (
     check_spaces,
 )
 from sb3_acer.common.optim import check_optimizer_state
+from sb3_acer.common.save_util.custom_spaces import SPACE_KEYS, replaced_space
 from sb3_acer.common.save_util.model_file import (
     ModelFileError,
     decode_json_value,
@@ -72,6 +74,7 @@ __all__ = [
     "saved_n_envs",
     "state_dict_copies",
     "tensor_limits",
+    "with_given_spaces",
     "write_model",
 ]
 
@@ -339,6 +342,19 @@ def read_saved_model(
         action_space=action_space,
         policy_name=policy_name,
     )
+
+
+def with_given_spaces(saved: SavedModel, custom_objects: dict[str, Any]) -> SavedModel:
+    """``saved`` with the spaces that ``load``'s ``custom_objects`` replace (their keys are taken out of
+    ``custom_objects``)."""
+    saved = dataclasses.replace(
+        saved,
+        observation_space=replaced_space("observation_space", saved.observation_space, custom_objects),
+        action_space=replaced_space("action_space", saved.action_space, custom_objects),
+    )
+    for key in SPACE_KEYS:
+        custom_objects.pop(key, None)
+    return saved
 
 
 def load_arguments(
