@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import stable_baselines3 as sb3
 import torch as th
 from file_bombs import ALLOWED_MB, BOMB_BYTES, declare_size, peak_increases, rewrite_padded
 from hostile import MarkerPayload
@@ -447,8 +448,23 @@ def test_wrong_algorithm_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pa
 
 def test_stable_baselines3_file_is_refused(tmp_path: pathlib.Path) -> None:
     PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16).save(tmp_path / "sb3_ppo.zip")
-    with pytest.raises(ModelFileError, match="not an sb3-acer model file"):
+    says = (
+        r"sb3_ppo\.zip is not an sb3-acer model file \(SB2 and SB3 model files, which unpickle code, are not "
+        rf"read\); it is a Stable-Baselines3 model file \(stable-baselines3 {re.escape(sb3.__version__)}\): "
+        r"load it with the class of the algorithm that saved it \(e\.g\. stable_baselines3\.PPO\.load\), "
+        r"and sb3-acer's own files with sb3_acer\.ACER\.load$"
+    )
+    with pytest.raises(ModelFileError, match=says):
         ACER.load(tmp_path / "sb3_ppo.zip")
+    with pytest.raises(ModelFileError, match=says.replace(r"sb3_ppo\.zip", r"<_io\.BytesIO object at \w+>")):
+        ACER.load(io.BytesIO((tmp_path / "sb3_ppo.zip").read_bytes()))
+
+
+def test_a_zip_of_neither_library_is_only_not_an_sb3_acer_file(tmp_path: pathlib.Path) -> None:
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as archive:
+        archive.writestr("data", "{}")
+    with pytest.raises(ModelFileError, match=r"are not read\)$"):
+        ACER.load(tmp_path / "other.zip")
 
 
 def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:

@@ -39,6 +39,8 @@ from sb3_acer.common.save_util.model_file import (
     ModelFileError,
     decode_json_value,
     encode_json_value,
+    read_entry,
+    read_json_entry,
     read_model_data,
     read_model_file,
     read_model_tensors,
@@ -312,6 +314,40 @@ def _decode_settings(
     return hyperparameters, policy_kwargs, observation_space, action_space, policy_name
 
 
+#: The entry that marks a zip as a Stable-Baselines3 model file, and that of Stable-Baselines 2's.
+SB3_VERSION_ENTRY, SB2_PARAMETER_LIST_ENTRY = "_stable_baselines3_version", "parameter_list"
+
+
+def _foreign_model(path: PathOrFile) -> str:
+    """What the model file of another library at ``path`` is, said after "is not an sb3-acer model file";
+    ``""`` for anything else. Only the archive's entry names, its ``data`` JSON and SB3's version entry are
+    read (each bounded), nothing is unpickled."""
+    try:
+        if isinstance(path, io.IOBase):
+            path.seek(0)
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            data = read_json_entry(archive, "data", path, "model data") if "data" in names else None
+            # SB3's data entry names its policy class as a pickle (sb3-acer's files, which copy SB3's
+            # layout and so also hold its version entry, name it by a string).
+            pickled_policy = isinstance(data, dict) and ":serialized:" in (data.get("policy_class") or {})
+            if not pickled_policy:
+                return ""
+            if SB3_VERSION_ENTRY in names:
+                version = read_entry(archive, SB3_VERSION_ENTRY, 64).decode("ascii", "replace").strip()
+                library = f"Stable-Baselines3 model file (stable-baselines3 {version})"
+            elif SB2_PARAMETER_LIST_ENTRY in names:
+                library = "Stable-Baselines 2 model file"
+            else:
+                return ""
+    except Exception:  # e.g. a corrupt entry (zlib.error): the refusal stands as it is, without a hint
+        return ""
+    return (
+        f"; it is a {library}: load it with the class of the algorithm that saved it (e.g. "
+        "stable_baselines3.PPO.load), and sb3-acer's own files with sb3_acer.ACER.load"
+    )
+
+
 def read_saved_model(
     path: PathOrFile,
     keep_buffer: bool,
@@ -322,7 +358,10 @@ def read_saved_model(
 ) -> SavedModel:
     """Read the file at ``path`` and decode what it holds (``names``: the hyperparameters it may hold); the
     tensors are read once the model is built (:func:`read_model_tensors`), bounded by its state dicts."""
-    data = read_model_data(path)
+    try:
+        data = read_model_data(path)
+    except ModelFileError as error:
+        raise ModelFileError(f"{error}{_foreign_model(path)}") from error
     if print_system_info:
         print("Saved with:", data.get("versions"))
     replay_buffer = read_embedded_buffer(path) if keep_buffer else None
