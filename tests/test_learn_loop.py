@@ -277,7 +277,11 @@ class OwnCollector:
     def learn(self, model: ACER, total_timesteps: int, callback: Any, *args: Any) -> None:
         log_interval, tb_log_name, reset_num_timesteps, progress_bar = args
         total, callback_obj = model.setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+            total_timesteps,
+            callback,
+            reset_num_timesteps=reset_num_timesteps,
+            tb_log_name=tb_log_name,
+            progress_bar=progress_bar,
         )
         if self.stop_at is not None:
             callback_obj = make_callback(lambda locals_, globals_: model.num_timesteps < self.stop_at, False)

@@ -11,13 +11,9 @@ random generators), each through a method of the model. What a file means, apart
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
-import gymnasium as gym
-import numpy as np
-import stable_baselines3
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.policies import BasePolicy
@@ -28,13 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 from sb3_acer.common.buffers import ReplayBuffer
 from sb3_acer.common.save_util import model_io
 from sb3_acer.common.save_util.class_table import given_classes
-from sb3_acer.common.save_util.model_file import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    ModelFileError,
-    encode_json_value,
-    space_to_json,
-)
+from sb3_acer.common.save_util.model_file import ModelFileError, encode_json_value, space_to_json
 from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
 from sb3_acer.common.save_util.rng_state import global_rng_states
 
@@ -120,21 +110,9 @@ class DataFileAlgorithm(BaseAlgorithm):
     def _get_save_data(self) -> dict[str, Any]:
         """The JSON data of the model's file (its ``data`` entry): format, versions, settings, spaces,
         counters and the random generators' states."""
-        import sb3_acer
-
         counters = {key: int(getattr(self, attribute)) for key, attribute, _ in self.saved_counters}
         return {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "algorithm": "ACER",
-            "versions": {
-                "sb3_acer": sb3_acer.__version__,
-                "stable_baselines3": stable_baselines3.__version__,
-                "torch": th.__version__,
-                "gymnasium": gym.__version__,
-                "numpy": np.__version__,
-                "python": platform.python_version(),
-            },
+            **model_io.data_header("ACER"),
             "policy_class": self._policy_class_name(),
             "policy_kwargs": encode_json_value(self.policy_kwargs, "policy_kwargs"),
             "hyperparameters": encode_json_value(self._get_hyperparameters(), "hyperparameters"),

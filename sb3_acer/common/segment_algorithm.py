@@ -138,24 +138,6 @@ class SegmentAlgorithm(DataFileAlgorithm):
         self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
         self.train(segment)
 
-    def setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        """Start a learn loop run by a collector of its own (see :class:`SegmentCollector`): the step
-        counter, the logger, the episode statistics and the callback, as :meth:`learn` starts its own.
-
-        Returns:
-            The step count to train up to, and the callback to pass to :meth:`learn_from_segment`.
-        """
-        return self._setup_learn(
-            int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
-
     def learn_from_segment(
         self,
         segment: Segment,
@@ -175,17 +157,12 @@ class SegmentAlgorithm(DataFileAlgorithm):
         """
         callback.on_rollout_start()
         for t in range(segment.n_steps):
-            self.num_timesteps += segment.n_envs
-            callback.update_locals(
-                dict(
-                    new_obs=segment.observations[t + 1],
-                    actions=segment.actions[t],
-                    rewards=segment.rewards[t],
-                    dones=dones[t],
-                    infos=infos[t],
-                )
+            observations, actions, rewards = (
+                segment.observations[t + 1],
+                segment.actions[t],
+                segment.rewards[t],
             )
-            self._update_info_buffer(infos[t], dones[t])
+            self._count_step(StepRecord(observations, actions, rewards, dones[t], infos[t]), callback)
             if on_step is not None:
                 on_step(infos[t])
             if not callback.on_step():
@@ -195,7 +172,7 @@ class SegmentAlgorithm(DataFileAlgorithm):
         self._train_segment(segment, total_timesteps)
         return True
 
-    def _setup_learn(
+    def setup_learn(
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
@@ -203,8 +180,16 @@ class SegmentAlgorithm(DataFileAlgorithm):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
-        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
+        """Start a learn loop: the step counter, the logger, the episode statistics and the callback, as
+        :meth:`learn` starts its own; public for a collector of its own (see :class:`SegmentCollector`).
+
+        As SB3's ``BaseAlgorithm._setup_learn``, except that the environment is reset only when it has to
+        be (first call or after ``set_env``), as SB2 does: repeated ``learn`` calls continue the same
+        episodes.
+
+        Returns:
+            The step count to train up to, and the callback to pass to :meth:`learn_from_segment`.
+        """
         self.start_time = time.time_ns()
         if self.ep_info_buffer is None or reset_num_timesteps:
             self.ep_info_buffer = deque(maxlen=self._stats_window_size)
@@ -227,6 +212,9 @@ class SegmentAlgorithm(DataFileAlgorithm):
                 self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
             )
         return total_timesteps, self._init_callback(callback, progress_bar)
+
+    #: SB3's name for :meth:`setup_learn` (SB3's code and tests call it).
+    _setup_learn = setup_learn
 
     def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
         # SB3's, which also takes SB2's callable callbacks.
@@ -251,17 +239,7 @@ class SegmentAlgorithm(DataFileAlgorithm):
                 infos=record.infos,
                 num_timesteps=self.num_timesteps,
             )
-            self.num_timesteps += self.env.num_envs  # type: ignore[union-attr]
-            callback.update_locals(
-                dict(
-                    new_obs=record.new_obs,
-                    actions=record.actions,
-                    rewards=record.rewards,
-                    dones=record.dones,
-                    infos=record.infos,
-                )
-            )
-            self._update_info_buffer(record.infos, record.dones)
+            self._count_step(record, callback)
             return bool(callback.on_step())
 
         start_timesteps = self.num_timesteps
@@ -290,6 +268,12 @@ class SegmentAlgorithm(DataFileAlgorithm):
             last_lstm_state=self._carried_lstm_state(),
             handle_timeout_termination=self.handle_timeout_termination,
         )
+
+    def _count_step(self, record: StepRecord, callback: BaseCallback) -> None:
+        """Count one step of every env, hand it to the callback's locals and the episode statistics."""
+        self.num_timesteps += len(record.dones)
+        callback.update_locals(record._asdict())
+        self._update_info_buffer(record.infos, record.dones)
 
     def _carried_lstm_state(self) -> LSTMState | None:
         """The LSTM state to continue the rollout from, ``None`` (zeros) if it does not fit the env."""

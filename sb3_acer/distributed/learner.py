@@ -140,7 +140,11 @@ class RayActors(ActorSettings):
         factory = self.env_factory(model)
         self.init_ray()
         total_timesteps, callback_obj = model.setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+            total_timesteps,
+            callback,
+            reset_num_timesteps=reset_num_timesteps,
+            tb_log_name=tb_log_name,
+            progress_bar=progress_bar,
         )
         pool = ActorPool(self, factory, model)
         stats = LearnerStats()

@@ -17,12 +17,15 @@ import copy
 import dataclasses
 import io
 import pathlib
+import platform
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import gymnasium as gym
 import numpy as np
+import stable_baselines3
 import torch as th
 from gymnasium import spaces
 
@@ -36,6 +39,8 @@ from sb3_acer.common.checks.settings import (
 from sb3_acer.common.optim import check_optimizer_state
 from sb3_acer.common.save_util.custom_spaces import SPACE_KEYS, replaced_space
 from sb3_acer.common.save_util.model_file import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
     ModelFileError,
     decode_json_value,
     encode_json_value,
@@ -62,6 +67,7 @@ __all__ = [
     "SavedModel",
     "check_exclusions",
     "check_parameters",
+    "data_header",
     "global_state_restored_on_error",
     "load_arguments",
     "load_parameters",
@@ -98,6 +104,26 @@ def global_state_restored_on_error() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------- writing
+
+
+def data_header(algorithm: str) -> dict[str, Any]:
+    """The first entries of a model file's data: the format, its version, ``algorithm`` and the versions of
+    the libraries that write it."""
+    import sb3_acer
+
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "algorithm": algorithm,
+        "versions": {
+            "sb3_acer": sb3_acer.__version__,
+            "stable_baselines3": stable_baselines3.__version__,
+            "torch": th.__version__,
+            "gymnasium": gym.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+    }
 
 
 def check_exclusions(excluded: set[str], hyperparameters: Iterable[str], never_saved: Iterable[str]) -> None:
