@@ -510,6 +510,7 @@ class ACER(SegmentAlgorithm):
 
     # ------------------------------------------------------------------ its state in files
 
+    saved_algorithm: ClassVar[str] = "ACER"
     #: Constructor arguments saved in the model file, in the documented order.
     # fmt: off
     saved_hyperparameters: ClassVar[tuple[str, ...]] = (

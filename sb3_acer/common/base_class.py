@@ -43,12 +43,15 @@ NEVER_SAVED = frozenset(
 class DataFileAlgorithm(BaseAlgorithm):
     """SB3's ``BaseAlgorithm`` saved as data (JSON and tensors, no pickles), its state its own.
 
-    Subclasses name their saved state dicts in ``_get_torch_save_params``, their constructor arguments in
+    Subclasses name their algorithm in :attr:`saved_algorithm`, their saved state dicts in
+    ``_get_torch_save_params``, their constructor arguments in
     :attr:`saved_hyperparameters` and their counters in :attr:`saved_counters`, and may extend
     :meth:`_get_hyperparameters`, :meth:`_get_rng_states`, :meth:`_load_optimizer_state` and
     :meth:`_restore_rng`; a model with a replay memory implements :meth:`_install_replay_buffer`.
     """
 
+    #: The algorithm a model file names (a file of another is refused on load).
+    saved_algorithm: ClassVar[str]
     #: Constructor arguments saved in the model file, in the documented order.
     saved_hyperparameters: ClassVar[tuple[str, ...]] = ()
     #: The counters of a model file: (key in the file, attribute, value when the file has none).
@@ -112,7 +115,7 @@ class DataFileAlgorithm(BaseAlgorithm):
         counters and the random generators' states."""
         counters = {key: int(getattr(self, attribute)) for key, attribute, _ in self.saved_counters}
         return {
-            **model_io.data_header("ACER"),
+            **model_io.data_header(self.saved_algorithm),
             "policy_class": self._policy_class_name(),
             "policy_kwargs": encode_json_value(self.policy_kwargs, "policy_kwargs"),
             "hyperparameters": encode_json_value(self._get_hyperparameters(), "hyperparameters"),
@@ -247,7 +250,13 @@ class DataFileAlgorithm(BaseAlgorithm):
             replaced_policy_kwargs = custom_objects.pop("policy_kwargs", None)
             names = cls.saved_hyperparameters
             saved = model_io.read_saved_model(
-                path, keep_buffer, replaced_policy_kwargs, print_system_info, classes, names
+                path,
+                keep_buffer,
+                replaced_policy_kwargs,
+                print_system_info,
+                classes,
+                names,
+                cls.saved_algorithm,
             )
             saved = model_io.with_given_spaces(saved, custom_objects)
             policy_class, policy_given, overrides = model_io.load_arguments(

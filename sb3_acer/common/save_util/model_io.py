@@ -381,11 +381,13 @@ def read_saved_model(
     print_system_info: bool,
     classes: dict[str, type],
     names: tuple[str, ...],
+    algorithm: str,
 ) -> SavedModel:
-    """Read the file at ``path`` and decode what it holds (``names``: the hyperparameters it may hold); the
-    tensors are read once the model is built (:func:`read_model_tensors`), bounded by its state dicts."""
+    """Read the file at ``path`` of ``algorithm`` and decode what it holds (``names``: the hyperparameters it
+    may hold); the tensors are read once the model is built (:func:`read_tensors`), bounded by its state
+    dicts."""
     try:
-        data = read_model_data(path)
+        data = read_model_data(path, algorithm)
     except ModelFileError as error:
         raise ModelFileError(f"{error}{_foreign_model(path)}") from error
     if print_system_info:
