@@ -3,16 +3,17 @@
 The algorithm class: construction, model set-up, the train step (one on-policy and ``Poisson(replay_ratio)``
 replayed updates per segment), prediction, environments, and the file methods. The learn loop it runs in
 is :class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s; checks of settings and inputs live in
-:mod:`sb3_acer.common.checks.settings`, the optimizer in :mod:`sb3_acer.common.optim`, the model file in
-:mod:`sb3_acer.common.save_util.model_io`.
+:mod:`sb3_acer.common.checks.settings`, the optimizer in :mod:`sb3_acer.common.optim`. Its state in files
+is its own: it names what it saves (``saved_hyperparameters``, ``saved_counters``,
+``_get_torch_save_params``) and restores what only it knows (the optimizer's grouping, the replay memory,
+the replay sampling generator); ``save`` and ``load`` are
+:class:`~sb3_acer.common.base_class.DataFileAlgorithm`'s.
 """
 
 from __future__ import annotations
 
 import copy
-import io
-import pathlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -47,13 +48,15 @@ from sb3_acer.common.observations import observation_layout
 from sb3_acer.common.optim import (
     apply_gradients,
     clip_grad_norm,
+    load_optimizer_state,
     make_optimizer,
     set_learning_rate,
     zero_gradients,
 )
-from sb3_acer.common.save_util import model_io
-from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
-from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.common.save_util.model_io import PathOrFile, SavedModel, global_state_restored_on_error
+from sb3_acer.common.save_util.replay_file import check_buffer_matches
+from sb3_acer.common.save_util.rng_state import generator_state
+from sb3_acer.common.schedules import LR_SCHEDULES, saved_schedule, scheduled_rate
 from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
@@ -180,16 +183,9 @@ class ACER(SegmentAlgorithm):
         seed: int | None = None,
         device: th.device | str = "auto",
     ) -> None:
-        check_hyperparameters(dict(locals()))
-        policy_class = check_policy(policy, self.taken_policy_aliases, POLICY_BASES)
-        env = supported_env(env, verbose, needed=_init_setup_model)
-        # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
-        action_space = None if env is None else env.action_space
-        check_policy_kwargs(policy_classes_for_kwargs(policy_class, action_space), policy_kwargs)
-        if env is not None:
-            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
+        policy_class, env = self._checked_arguments(dict(locals()))
         # Nothing global changes unless the model is built: thread count and generators are put back.
-        with model_io.global_state_restored_on_error():
+        with global_state_restored_on_error():
             if num_procs is not None:
                 th.set_num_threads(int(num_procs))
             super().__init__(
@@ -232,6 +228,21 @@ class ACER(SegmentAlgorithm):
                 self._setup_model()
 
     @classmethod
+    def _checked_arguments(cls, arguments: dict[str, Any]) -> tuple[type[BasePolicy], GymEnv | None]:
+        """Check the constructor's ``arguments`` before anything changes; returns the policy class and the
+        environment (made from its id)."""
+        check_hyperparameters(arguments)
+        policy_kwargs = arguments["policy_kwargs"]
+        policy_class = check_policy(arguments["policy"], cls.taken_policy_aliases, POLICY_BASES)
+        env = supported_env(arguments["env"], arguments["verbose"], needed=arguments["_init_setup_model"])
+        # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
+        action_space = None if env is None else env.action_space
+        check_policy_kwargs(policy_classes_for_kwargs(policy_class, action_space), policy_kwargs)
+        if env is not None:
+            check_policy_observations(policy_class, policy_kwargs, env.observation_space)
+        return policy_class, env
+
+    @classmethod
     def check_settings(
         cls, policy: str | type[ACERPolicy] | type[RecurrentACERPolicy], **kwargs: Any
     ) -> None:
@@ -265,11 +276,7 @@ class ACER(SegmentAlgorithm):
             raise TypeError(f"lr_schedule must be a schedule name or a callable of progress, got {value!r}")
 
     def _scheduled_rate(self, progress_remaining: float) -> float:
-        if callable(self.learning_rate):
-            return float(self.learning_rate(progress_remaining))
-        return float(self.learning_rate) * schedule_multiplier(
-            self.lr_schedule_name, 1.0 - progress_remaining
-        )
+        return scheduled_rate(self.learning_rate, self.lr_schedule_name, progress_remaining)
 
     def current_learning_rate(self) -> float:
         """Learning rate at the current training progress."""
@@ -501,123 +508,73 @@ class ACER(SegmentAlgorithm):
         ):
             self._make_replay_buffer()
 
-    # ------------------------------------------------------------------ parameters and files
+    # ------------------------------------------------------------------ its state in files
+
+    saved_algorithm: ClassVar[str] = "ACER"
+    #: Constructor arguments saved in the model file, in the documented order.
+    # fmt: off
+    saved_hyperparameters: ClassVar[tuple[str, ...]] = (
+        "gamma", "n_steps", "num_procs", "q_coef", "ent_coef", "max_grad_norm", "learning_rate",
+        "lr_schedule", "q_lr_ratio", "rprop_alpha", "rprop_epsilon", "buffer_size", "replay_ratio",
+        "replay_start",
+        "correction_term", "trust_region", "alpha", "delta", "handle_timeout_termination", "retrace_lambda",
+        "stats_window_size", "verbose", "tensorboard_log", "seed",
+    )
+    # fmt: on
+    saved_counters: ClassVar[tuple[tuple[str, str, int], ...]] = (
+        *SegmentAlgorithm.saved_counters,
+        ("n_replay_updates", "_n_replay_updates", 0),
+        ("n_skipped_updates", "n_skipped_updates", 0),
+    )
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        return list(model_io.SAVED_MODULES), []
+        return ["policy", "policy_avg", "optimizer"], []
 
-    def get_parameters(self) -> dict[str, dict]:
-        """Copies of the state dicts of ``policy``, ``policy_avg`` and ``optimizer``.
+    def _get_hyperparameters(self) -> dict[str, Any]:
+        hyperparameters = super()._get_hyperparameters()
+        hyperparameters["learning_rate"], hyperparameters["lr_schedule"] = saved_schedule(
+            self.learning_rate, self.lr_schedule_name, self.current_learning_rate()
+        )
+        return hyperparameters
 
-        They are copies (as SB2's arrays were), so that training afterwards does not change them and
-        ``set_parameters`` can restore them.
-        """
-        return model_io.get_parameters(self)
+    def _get_rng_states(self) -> dict[str, Any]:
+        return {"replay": generator_state(self._replay_rng)}
 
-    def set_parameters(  # type: ignore[override]
-        self,
-        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, dict],
-        exact_match: bool = True,
-        device: th.device | str = "auto",
-    ) -> None:
-        """Load parameters from a model file or from a ``get_parameters()``-style dict.
+    def _load_optimizer_state(self, name: str, state: dict[str, Any]) -> None:
+        load_optimizer_state(self.optimizer, state, make_grouped=self._make_optimizer)
+        if self.policy_kwargs.get("optimizer_class") is None:
+            # The model's rprop_alpha and rprop_epsilon (given to load, say) win over the saved settings.
+            for group in self.optimizer.param_groups:
+                group.update(alpha=self.rprop_alpha, eps=self.rprop_epsilon)
 
-        Everything is checked before anything is loaded: with ``exact_match=True`` every module's full
-        state must be present (a missing or unexpected key raises ``RuntimeError``); with
-        ``exact_match=False`` the given tensors are loaded and the rest is left as it is. Unknown module
-        names and tensors of the wrong shape always raise, and leave the model unchanged.
-        """
-        del device
-        model_io.set_parameters(self, load_path_or_dict, exact_match)
+    def _restore_rng(self, path: PathOrFile, saved: SavedModel, seed: int | None) -> None:
+        super()._restore_rng(path, saved, seed)
+        if seed is None and saved.rng_states is not None:
+            self._replay_rng = saved.replay_rng  # type: ignore[assignment]
 
-    def save(
-        self,
-        path: str | pathlib.Path | io.BufferedIOBase,
-        exclude: Iterable[str] | None = None,
-        include: Iterable[str] | None = None,
-    ) -> None:
-        """Save the model as data (JSON + tensors): hyperparameters, spaces, the policy, the average policy
-        network, the optimizer state, the step counters, the schedule position and the random generators'
-        states. ``.zip`` is appended to a path without suffix; a path is written atomically.
-
-        Args:
-            path: where to save (path or file-like).
-            exclude: hyperparameters to leave out of the file (they load with their defaults, as SB3's
-                excluded attributes do). What no model file holds (SB3's default exclusions such as
-                ``env`` and ``policy``, and the last observation: ``model_io.NEVER_SAVED``) may be named and
-                changes nothing; another name raises ``ValueError``.
-            include: ``["replay_buffer"]`` also stores the replay memory, which makes the file a complete
-                checkpoint (see :meth:`save_replay_buffer`); a hyperparameter named here is saved even if
-                ``exclude`` names it; other names are ignored.
-        """
-        model_io.save_model(self, path, exclude, include)
-
-    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
-        """Save the replay memory as data (SB3's name): its arrays, write position and the per-env sampling
-        generators. ``.pkl`` is appended to a path without suffix as SB3 does, but the file is a zip of JSON
-        and ``.npy`` arrays, never a pickle; a path is written atomically.
+    def _install_replay_buffer(self, buffer: Any) -> None:
+        """Install ``buffer`` as the replay memory if it fits the model.
 
         Raises:
-            ValueError: if the model has no replay memory (``replay_ratio=0``, or no environment yet).
+            ValueError: if it does not fit (another layout, capacity or LSTM state size).
         """
-        if self.replay_buffer is None:
-            raise ValueError("this model has no replay buffer to save (replay_ratio=0 or no environment)")
-        save_buffer(self.replay_buffer, path)
-
-    def load_replay_buffer(
-        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True
-    ) -> None:
-        """Load a replay memory saved by :meth:`save_replay_buffer` (or a checkpoint saved with
-        ``save(path, include=["replay_buffer"])``), without unpickling anything. The buffer must fit this
-        model: same ``n_steps``, number of envs, observation shape and dtype, actions and capacity;
-        otherwise ``ValueError`` is raised and the model's own memory is kept.
-
-        Args:
-            path: replay buffer file (path or file-like).
-            truncate_last_traj: accepted for SB3 compatibility; ACER stores whole segments, so there is
-                no partial trajectory to truncate.
-        """
-        del truncate_last_traj
-        if self.replay_ratio <= 0:
-            raise ValueError("this model does not replay (replay_ratio=0): it has no use for a replay buffer")
-        model_io.install_replay_buffer(self, load_buffer(path))
-
-    @classmethod
-    def load(
-        cls: type[SelfACER],
-        path: str | pathlib.Path | io.BufferedIOBase,
-        env: GymEnv | str | None = None,
-        device: th.device | str = "auto",
-        custom_objects: dict[str, Any] | None = None,
-        print_system_info: bool = False,
-        force_reset: bool = True,
-        **kwargs: Any,
-    ) -> SelfACER:
-        """Load a model saved with :meth:`save` (nothing in the file is executed).
-
-        Args:
-            path: model file (path or file-like).
-            env: environment (or env id) to continue training on (``None``: prediction only). Its spaces
-                must match.
-            device: device to load onto.
-            custom_objects: values replacing saved entries, e.g. ``{"policy_class": MyPolicy}`` or
-                ``{"learning_rate": 1e-4}`` (``policy`` is accepted for ``policy_class``); a class among
-                the values (``{"features_extractor_class": MyExtractor}``) resolves the path the file names
-                it by, which a class outside sb3-acer's table needs (no module is imported on load).
-            print_system_info: print the versions the file was saved with.
-            force_reset: accepted for SB3 compatibility; the environment's state is not saved, so the
-                first ``learn`` after loading always resets it.
-            kwargs: hyperparameters to change (``policy_kwargs`` must equal the saved ones); SB2's
-                ``policy=...`` is accepted too.
-
-        The random generators (Python's, NumPy's and torch's global ones, and the replay sampling) are
-        restored to their saved states, so that training continues the same random streams; with a
-        ``seed`` given (``load(path, seed=1)``) they are seeded from it instead, as a new model's are.
-        A file saved with ``include=["replay_buffer"]`` restores the replay memory too; it must fit the
-        model (same number of envs, ``n_steps`` and ``buffer_size``); ``custom_objects={"replay_buffer":
-        None}`` starts with an empty memory instead. ``custom_objects={"policy_kwargs": ...}`` replaces the
-        saved ``policy_kwargs`` without reading them (for classes this process cannot import). A file that
-        fails to load changes nothing global (random generators, torch's thread count).
-        """
-        del force_reset
-        return model_io.load_model(cls, path, env, device, custom_objects, print_system_info, **kwargs)
+        actions = replay_action_settings(self.policy, self.action_space)
+        shape, dtype = observation_layout(self.observation_space)
+        check_buffer_matches(
+            buffer,
+            n_steps=self.n_steps,
+            n_envs=self.n_envs,
+            obs_shape=shape,
+            obs_dtype=dtype,
+            n_actions=actions["n_actions"],
+            action_size=actions.get("action_size", 0),
+            capacity=self.buffer_size // self.n_steps,
+            **({"action_dtype": np.dtype(actions["action_dtype"])} if "action_dtype" in actions else {}),
+        )
+        own_size = getattr(self.replay_buffer, "state_size", 0)
+        if self.replay_buffer is not None and getattr(buffer, "state_size", 0) != own_size:
+            raise ValueError(
+                f"the replay buffer holds LSTM states of size {getattr(buffer, 'state_size', 0)}, this "
+                f"model's policy needs {own_size}"
+            )
+        self.replay_buffer = buffer

@@ -46,7 +46,9 @@ def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float) -> tor
     if not grads or len({(g.device, g.dtype) for g in grads}) > 1:
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
     with torch.no_grad():
-        total_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        # torch's batched kernels have no public names (torch's own clip_grad_norm_ calls them so).
+        norms = torch._foreach_norm(grads)  # noqa: SLF001
+        total_norm = torch.linalg.vector_norm(torch.stack(norms))
         torch._foreach_mul_(grads, torch.clamp(max_norm / (total_norm + 1e-6), max=1.0))
     return total_norm
 
@@ -67,6 +69,15 @@ def apply_gradients(optimizer: torch.optim.Optimizer) -> None:
         optimizer.step()
 
 
+def _global_step_hooks() -> bool:
+    """Whether a hook is registered for every optimizer's step (``register_optimizer_step_pre_hook`` or
+    ``..._post_hook`` of ``torch.optim.optimizer``): torch keeps them in module-private dicts and has no
+    public reader, so this adapter reads them."""
+    pre = torch_optimizer._global_optimizer_pre_hooks  # noqa: SLF001
+    post = torch_optimizer._global_optimizer_post_hooks  # noqa: SLF001
+    return bool(pre or post)
+
+
 class FastRMSpropTFLike(RMSpropTFLike):
     """``RMSpropTFLike`` whose plain case is batched; other settings fall back to the parent's step."""
 
@@ -77,12 +88,7 @@ class FastRMSpropTFLike(RMSpropTFLike):
         )
 
     def _has_hooks(self) -> bool:
-        return bool(
-            self._optimizer_step_pre_hooks
-            or self._optimizer_step_post_hooks
-            or torch_optimizer._global_optimizer_pre_hooks
-            or torch_optimizer._global_optimizer_post_hooks
-        )
+        return bool(self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or _global_step_hooks())
 
     def apply_gradients(self) -> None:
         """``step()`` without torch's per-call wrapper (a profiler record and the hook dispatch), which
@@ -128,7 +134,8 @@ class FastRMSpropTFLike(RMSpropTFLike):
             alpha = group["alpha"]
             torch._foreach_mul_(square_avgs, alpha)
             torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - alpha)
-            denominators = torch._foreach_add(square_avgs, group["eps"])
+            # torch's batched kernels have no public names (torch's own foreach RMSprop calls them so).
+            denominators = torch._foreach_add(square_avgs, group["eps"])  # noqa: SLF001
             torch._foreach_sqrt_(denominators)
             torch._foreach_addcdiv_(params, grads, denominators, value=-group["lr"])
 

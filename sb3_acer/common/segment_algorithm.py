@@ -14,15 +14,14 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from stable_baselines3.common.base_class import BaseAlgorithm, maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import check_for_correct_spaces, configure_logger, safe_mean
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.utils import configure_logger, safe_mean
 
+from sb3_acer.common.base_class import DataFileAlgorithm
 from sb3_acer.common.buffers import ReplayBuffer
 from sb3_acer.common.callbacks import make_callback
 from sb3_acer.common.checks.observations import check_env_step
@@ -31,19 +30,35 @@ from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 
-if TYPE_CHECKING:
-    from sb3_acer.distributed import RayActors
-
-__all__ = ["SegmentAlgorithm"]
+__all__ = ["SegmentAlgorithm", "SegmentCollector"]
 
 SelfSegmentAlgorithm = TypeVar("SelfSegmentAlgorithm", bound="SegmentAlgorithm")
 
 
-class SegmentAlgorithm(BaseAlgorithm):
+class SegmentCollector(Protocol):
+    """What ``learn(..., actors=...)`` takes: a collector outside this process's env (such as
+    :class:`~sb3_acer.distributed.RayActors`) that runs the learn loop itself, through
+    :meth:`SegmentAlgorithm.setup_learn` and :meth:`SegmentAlgorithm.learn_from_segment`."""
+
+    def learn(
+        self,
+        model: Any,
+        total_timesteps: int,
+        callback: MaybeCallback,
+        log_interval: int | None,
+        tb_log_name: str,
+        reset_num_timesteps: bool,
+        progress_bar: bool,
+    ) -> None:
+        """Train ``model`` for ``total_timesteps`` steps on the segments this collector supplies."""
+
+
+class SegmentAlgorithm(DataFileAlgorithm):
     """SB3's ``BaseAlgorithm`` that learns from segments of ``n_steps`` x ``n_envs`` transitions.
 
     Subclasses set ``n_steps``, ``handle_timeout_termination`` and ``replay_buffer`` (``None`` without
-    replay; its size is logged) and implement :meth:`train`.
+    replay; its size is logged) and implement :meth:`train`. A collector of its own (Ray actors) drives the
+    loop through :meth:`setup_learn` and :meth:`learn_from_segment`.
     """
 
     policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy
@@ -66,7 +81,7 @@ class SegmentAlgorithm(BaseAlgorithm):
         tb_log_name: str = "ACER",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
-        actors: RayActors | None = None,
+        actors: SegmentCollector | None = None,
     ) -> SelfSegmentAlgorithm:
         """Train for at least ``total_timesteps`` environment steps.
 
@@ -95,18 +110,10 @@ class SegmentAlgorithm(BaseAlgorithm):
             self._last_obs = None  # the environments start again from the seed (a reset, as in SB3)
             self._last_lstm_state = None
         if actors is not None:
-            from sb3_acer.distributed.learner import learn_with_actors  # Ray only when actors are asked for
-
-            return learn_with_actors(
-                self,
-                actors,
-                total_timesteps,
-                callback,
-                log_interval,
-                tb_log_name,
-                reset_num_timesteps,
-                progress_bar,
+            actors.learn(
+                self, total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar
             )
+            return self
         total_timesteps, callback_obj = self._setup_learn(
             int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
         )
@@ -120,14 +127,52 @@ class SegmentAlgorithm(BaseAlgorithm):
             callback_obj.update_locals(locals())
             callback_obj.on_rollout_end()
             iteration += 1
-            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
-            self.train(segment)
+            self._train_segment(segment, total_timesteps)
             if log_interval and iteration % log_interval == 0:
                 self.dump_logs(iteration)
         callback_obj.on_training_end()
         return self
 
-    def _setup_learn(
+    def _train_segment(self, segment: Segment, total_timesteps: int) -> None:
+        """Move the schedule's progress to the step counter, then :meth:`train` on ``segment``."""
+        self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
+        self.train(segment)
+
+    def learn_from_segment(
+        self,
+        segment: Segment,
+        dones: Any,
+        infos: Any,
+        callback: BaseCallback,
+        total_timesteps: int,
+        on_step: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> bool:
+        """Learn from a ``segment`` a collector of its own supplies, as :meth:`learn` does from one it
+        collects: count its steps and run the per-step callbacks and episode statistics (``dones[t]``,
+        ``infos[t]``: step ``t``'s, of each env; ``on_step(infos[t])`` after each), then the rollout's end,
+        the schedule's progress and :meth:`train`.
+
+        Returns:
+            ``False`` if a callback stopped training (then nothing is trained on).
+        """
+        callback.on_rollout_start()
+        for t in range(segment.n_steps):
+            observations, actions, rewards = (
+                segment.observations[t + 1],
+                segment.actions[t],
+                segment.rewards[t],
+            )
+            self._count_step(StepRecord(observations, actions, rewards, dones[t], infos[t]), callback)
+            if on_step is not None:
+                on_step(infos[t])
+            if not callback.on_step():
+                return False
+        callback.update_locals({"segment": segment})
+        callback.on_rollout_end()
+        self._train_segment(segment, total_timesteps)
+        return True
+
+    def setup_learn(
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
@@ -135,8 +180,16 @@ class SegmentAlgorithm(BaseAlgorithm):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        # As BaseAlgorithm._setup_learn, except that the environment is reset only when it has to be
-        # (first call or after set_env), as SB2 does: repeated learn() calls continue the same episodes.
+        """Start a learn loop: the step counter, the logger, the episode statistics and the callback, as
+        :meth:`learn` starts its own; public for a collector of its own (see :class:`SegmentCollector`).
+
+        As SB3's ``BaseAlgorithm._setup_learn``, except that the environment is reset only when it has to
+        be (first call or after ``set_env``), as SB2 does: repeated ``learn`` calls continue the same
+        episodes.
+
+        Returns:
+            The step count to train up to, and the callback to pass to :meth:`learn_from_segment`.
+        """
         self.start_time = time.time_ns()
         if self.ep_info_buffer is None or reset_num_timesteps:
             self.ep_info_buffer = deque(maxlen=self._stats_window_size)
@@ -159,6 +212,9 @@ class SegmentAlgorithm(BaseAlgorithm):
                 self.verbose, self.tensorboard_log, tb_log_name, reset_num_timesteps
             )
         return total_timesteps, self._init_callback(callback, progress_bar)
+
+    #: SB3's name for :meth:`setup_learn` (SB3's code and tests call it).
+    _setup_learn = setup_learn
 
     def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
         # SB3's, which also takes SB2's callable callbacks.
@@ -183,17 +239,7 @@ class SegmentAlgorithm(BaseAlgorithm):
                 infos=record.infos,
                 num_timesteps=self.num_timesteps,
             )
-            self.num_timesteps += self.env.num_envs  # type: ignore[union-attr]
-            callback.update_locals(
-                dict(
-                    new_obs=record.new_obs,
-                    actions=record.actions,
-                    rewards=record.rewards,
-                    dones=record.dones,
-                    infos=record.infos,
-                )
-            )
-            self._update_info_buffer(record.infos, record.dones)
+            self._count_step(record, callback)
             return bool(callback.on_step())
 
         start_timesteps = self.num_timesteps
@@ -223,6 +269,12 @@ class SegmentAlgorithm(BaseAlgorithm):
             handle_timeout_termination=self.handle_timeout_termination,
         )
 
+    def _count_step(self, record: StepRecord, callback: BaseCallback) -> None:
+        """Count one step of every env, hand it to the callback's locals and the episode statistics."""
+        self.num_timesteps += len(record.dones)
+        callback.update_locals(record._asdict())
+        self._update_info_buffer(record.infos, record.dones)
+
     def _carried_lstm_state(self) -> LSTMState | None:
         """The LSTM state to continue the rollout from, ``None`` (zeros) if it does not fit the env."""
         state = self._last_lstm_state
@@ -250,27 +302,7 @@ class SegmentAlgorithm(BaseAlgorithm):
             self.logger.record("replay/segments", len(self.replay_buffer), exclude="tensorboard")
         self.logger.dump(step=self.num_timesteps)
 
-    #: Whether the file this model was loaded from says it was trained on a ``VecNormalize`` env.
-    _loaded_with_vec_normalize = False
-
-    @property
-    def trained_with_vec_normalize(self) -> bool:
-        """Whether the model learns (or, loaded from a file, learned) on observations normalised by SB3's
-        ``VecNormalize``: then it must be run with the same statistics. Saved in the model file (files of
-        sb3-acer 0.1 do not say it: ``False``)."""
-        return self._vec_normalize_env is not None or self._loaded_with_vec_normalize
-
     @property
     def stats_window_size(self) -> int:
         """Number of episodes the ``rollout/`` means average over (SB3's ``stats_window_size``)."""
         return self._stats_window_size
-
-    def _matching_env(self, env: GymEnv | str, mismatch: str) -> VecEnv:
-        """``env`` (made from its id if need be) wrapped as SB3 wraps it, once its spaces are found to be
-        the model's; ``mismatch`` begins the ``ValueError``'s message if they are not."""
-        vec_env = self._wrap_env(maybe_make_env(env, self.verbose), self.verbose)
-        try:
-            check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
-        except ValueError as error:
-            raise ValueError(f"{mismatch}: {error}") from error
-        return vec_env

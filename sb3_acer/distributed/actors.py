@@ -130,8 +130,10 @@ class RolloutActor:
             if self.seed is not None:
                 th.manual_seed(self.seed)
             try:
-                # Channel-first images, as the model's env got them (SB3 wraps it in VecTransposeImage).
-                env = BaseAlgorithm._wrap_env(
+                # Channel-first images, as the model's env got them (SB3 wraps it in VecTransposeImage):
+                # exactly SB3's wrapping, which it offers only as this private static method.
+                wrap_env = BaseAlgorithm._wrap_env  # noqa: SLF001
+                env = wrap_env(
                     self.env_fn(n_envs=self.n_envs, seed=self.seed), verbose=0, monitor_wrapper=False
                 )
                 if env.num_envs != self.n_envs:

@@ -1,5 +1,5 @@
-"""The settings of actor-learner training (:class:`RayActors`, passed to ``learn``) and the env factory the
-actors make their envs with."""
+"""The settings of actor-learner training (:class:`ActorSettings`, which
+:class:`~sb3_acer.distributed.RayActors` extends) and the env factory the actors make their envs with."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from sb3_acer.distributed.ray_support import (
     require_ray,
 )
 
-__all__ = ["EnvFactory", "RayActors"]
+__all__ = ["ActorSettings", "EnvFactory"]
 
 
 class EnvFactory:
@@ -109,46 +109,10 @@ _RULES = {
 
 
 @dataclass
-class RayActors:
-    """Train with Ray actors: ``model.learn(total_timesteps, actors=RayActors("CartPole-v1", n_actors=4))``.
-
-    ``n_actors`` Ray actors, each stepping ``envs_per_actor`` envs with a CPU copy of the policy, send
-    whole segments to the learner (this process), which stores them in the replay memory and runs the
-    same updates as the synchronous loop (one on-policy update per received segment, then
-    ``Poisson(replay_ratio)`` replayed ones), and broadcasts its weights every ``broadcast_interval``
-    updates. An actor that dies (also while it starts) is replaced; one that sends nothing within
-    ``actor_timeout`` seconds (a hung env) is reported with a ``RuntimeWarning`` naming it and its env,
-    stopped and replaced; an env that raises stops training with
-    :class:`~sb3_acer.distributed.actors.ActorEnvError`. A local cluster started here is watched by a small
-    process that stops what is left of it if this process is killed. See the "Distributed training"
-    guide.
-
-    Args:
-        env: how the actors make their envs: an env id, an ``EnvSpec`` or a picklable callable
-            ``env(n_envs=..., seed=...) -> VecEnv`` (see :class:`EnvFactory`); ``None``: the spec of the
-            model's env (a ``DummyVecEnv`` made from an id; give ``env`` for wrapped envs such as Atari's).
-        n_actors: number of actors.
-        envs_per_actor: envs per actor; ``None``: the model's ``n_envs``, which it must equal (the replay
-            memory is laid out per env: build the model with that many envs).
-        address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); ``None``
-            starts a local one (when Ray is not started yet in this process). A ``host:port`` where nothing
-            accepts a connection within seconds is refused with ``ConnectionError`` naming it.
-        max_policy_lag: a segment collected with weights more than this many updates old is dropped
-            (counted in ``actors/stale_segments``) and its actor given the newest weights.
-        broadcast_interval: on-policy updates between two weight broadcasts (one ``ray.put`` each).
-        max_restarts: actor restarts allowed in one ``learn`` call before training stops with an error.
-        num_cpus_per_actor: CPUs Ray reserves for each actor.
-        torch_threads: torch threads of each actor.
-        env_kwargs: keyword arguments of ``gymnasium.make`` (with an env id).
-        monitor_file: write every episode the actors finish to this SB3 ``Monitor`` CSV file (for
-            ``sb3-acer plot`` and SB3's ``load_results``); ``None``: none.
-        ray_init_kwargs: more keyword arguments of ``ray.init`` (e.g. ``num_cpus``).
-        actor_timeout: seconds an actor may take to send a segment once asked before it is taken for hung
-            (an env that does not answer): reported with a ``RuntimeWarning`` naming the actor and the env,
-            stopped and replaced (a restart, counted against ``max_restarts``).
-        start_timeout: seconds a new actor may take to start and make its envs (process start-up, imports,
-            env creation), before it is taken for hung in the same way.
-    """
+class ActorSettings:
+    """The settings of actor-learner training, checked on construction;
+    :class:`~sb3_acer.distributed.RayActors` (the user-facing class, which documents them) adds the learn
+    loop that uses them."""
 
     env: str | gym.envs.registration.EnvSpec | Callable[..., VecEnv] | None = None
     n_actors: int = 2

@@ -1,10 +1,11 @@
 """The learner: segments from the actors into the same ``train`` as the synchronous loop.
 
-:func:`learn_with_actors` is what ``learn(..., actors=RayActors(...))`` runs instead of
-:class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s loop. For each segment an actor sends it counts
-the steps, runs the callbacks and the episode statistics step by step (as the synchronous loop does while it
-collects), then calls the model's ``train`` (the on-policy update, the replay memory, the
-``Poisson(replay_ratio)`` replayed updates) and broadcasts the new weights every ``broadcast_interval``
+:class:`RayActors` is what ``learn(..., actors=RayActors(...))`` takes: its :meth:`~RayActors.learn` runs the
+learn loop instead of :class:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm`'s own, through the
+model's public hook (``setup_learn``, then ``learn_from_segment`` for each segment an actor sends: it counts
+the steps, runs the callbacks and the episode statistics step by step, as the synchronous loop does while it
+collects, then calls the model's ``train``: the on-policy update, the replay memory, the
+``Poisson(replay_ratio)`` replayed updates), and broadcasts the new weights every ``broadcast_interval``
 updates. The actor is asked for its next segment before the update, so that sampling and learning overlap.
 
 Logged besides the synchronous loop's keys: ``actors/policy_lag`` (updates between the weights a segment
@@ -16,22 +17,19 @@ was collected with and those it is learned by), ``actors/segments_per_s``, ``act
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import ResultsWriter
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_acer.distributed.actors import SegmentMessage
+from sb3_acer.distributed.config import ActorSettings
 from sb3_acer.distributed.pool import ActorPool, writable
 
 if TYPE_CHECKING:
     from sb3_acer.common.segment_algorithm import SegmentAlgorithm
-    from sb3_acer.distributed.config import RayActors
 
-__all__ = ["LearnerStats", "learn_with_actors"]
-
-SelfAlgorithm = TypeVar("SelfAlgorithm", bound="SegmentAlgorithm")
+__all__ = ["LearnerStats", "RayActors"]
 
 
 class LearnerStats:
@@ -80,80 +78,107 @@ class LearnerStats:
         }
 
 
-def _replay_steps(
-    model: SegmentAlgorithm,
-    callback: BaseCallback,
-    message: SegmentMessage,
-    monitor: ResultsWriter | None,
-    start: float,
-) -> bool:
-    """Count the segment's steps and run the per-step callbacks and episode statistics, as the synchronous
-    loop does while it collects; ``False`` if a callback stopped training."""
-    segment = message.segment
-    for t in range(segment.n_steps):
-        model.num_timesteps += segment.n_envs
-        dones, infos = message.dones[t], message.infos[t]
-        callback.update_locals(
-            dict(
-                new_obs=segment.observations[t + 1],
-                actions=segment.actions[t],
-                rewards=segment.rewards[t],
-                dones=dones,
-                infos=infos,
-            )
-        )
-        model._update_info_buffer(infos, dones)
-        if monitor is not None:
-            for info in infos:
-                episode = info.get("episode")
-                if episode is not None:
-                    monitor.write_row(
-                        {"r": episode["r"], "l": episode["l"], "t": round(time.perf_counter() - start, 6)}
-                    )
-        if not callback.on_step():
-            return False
-    return True
+class RayActors(ActorSettings):
+    """Train with Ray actors: ``model.learn(total_timesteps, actors=RayActors("CartPole-v1", n_actors=4))``.
 
+    ``n_actors`` Ray actors, each stepping ``envs_per_actor`` envs with a CPU copy of the policy, send
+    whole segments to the learner (this process), which stores them in the replay memory and runs the
+    same updates as the synchronous loop (one on-policy update per received segment, then
+    ``Poisson(replay_ratio)`` replayed ones), and broadcasts its weights every ``broadcast_interval``
+    updates. An actor that dies (also while it starts) is replaced; one that sends nothing within
+    ``actor_timeout`` seconds (a hung env) is reported with a ``RuntimeWarning`` naming it and its env,
+    stopped and replaced; an env that raises stops training with
+    :class:`~sb3_acer.distributed.actors.ActorEnvError`. A local cluster started here is watched by a small
+    process that stops what is left of it if this process is killed. See the "Distributed training"
+    guide.
 
-def learn_with_actors(
-    model: SelfAlgorithm,
-    actors: RayActors,
-    total_timesteps: int,
-    callback: MaybeCallback = None,
-    log_interval: int | None = 100,
-    tb_log_name: str = "ACER",
-    reset_num_timesteps: bool = True,
-    progress_bar: bool = False,
-) -> SelfAlgorithm:
-    """Train ``model`` on segments from Ray actors (``learn``'s arguments, see
-    :meth:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm.learn`); returns the model.
-
-    Raises:
-        RayNotInstalledError: Ray is not installed.
-        ActorEnvError: an actor's env raised (the message names the actor and the env).
-        ValueError: the actors' settings do not fit the model.
+    Args:
+        env: how the actors make their envs: an env id, an ``EnvSpec`` or a picklable callable
+            ``env(n_envs=..., seed=...) -> VecEnv`` (see :class:`EnvFactory`); ``None``: the spec of the
+            model's env (a ``DummyVecEnv`` made from an id; give ``env`` for wrapped envs such as Atari's).
+        n_actors: number of actors.
+        envs_per_actor: envs per actor; ``None``: the model's ``n_envs``, which it must equal (the replay
+            memory is laid out per env: build the model with that many envs).
+        address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); ``None``
+            starts a local one (when Ray is not started yet in this process). A ``host:port`` where nothing
+            accepts a connection within seconds is refused with ``ConnectionError`` naming it.
+        max_policy_lag: a segment collected with weights more than this many updates old is dropped
+            (counted in ``actors/stale_segments``) and its actor given the newest weights.
+        broadcast_interval: on-policy updates between two weight broadcasts (one ``ray.put`` each).
+        max_restarts: actor restarts allowed in one ``learn`` call before training stops with an error.
+        num_cpus_per_actor: CPUs Ray reserves for each actor.
+        torch_threads: torch threads of each actor.
+        env_kwargs: keyword arguments of ``gymnasium.make`` (with an env id).
+        monitor_file: write every episode the actors finish to this SB3 ``Monitor`` CSV file (for
+            ``sb3-acer plot`` and SB3's ``load_results``); ``None``: none.
+        ray_init_kwargs: more keyword arguments of ``ray.init`` (e.g. ``num_cpus``).
+        actor_timeout: seconds an actor may take to send a segment once asked before it is taken for hung
+            (an env that does not answer): reported with a ``RuntimeWarning`` naming the actor and the env,
+            stopped and replaced (a restart, counted against ``max_restarts``).
+        start_timeout: seconds a new actor may take to start and make its envs (process start-up, imports,
+            env creation), before it is taken for hung in the same way.
     """
-    factory = actors.env_factory(model)
-    actors.init_ray()
-    total_timesteps, callback_obj = model._setup_learn(
-        int(total_timesteps), callback, reset_num_timesteps, tb_log_name, progress_bar
-    )
-    pool = ActorPool(actors, factory, model)
-    stats = LearnerStats()
-    monitor = None
-    if actors.monitor_file is not None:
-        monitor = ResultsWriter(actors.monitor_file, header={"t_start": time.time(), "env_id": factory.name})
-    try:
-        pool.start()
-        callback_obj.on_training_start(locals(), globals())
-        _loop(model, actors, pool, stats, callback_obj, total_timesteps, log_interval, monitor)
-    finally:
-        pool.close()
-        actors.stats = stats.totals(pool)
-        if monitor is not None:
-            monitor.close()
-    callback_obj.on_training_end()
-    return model
+
+    def learn(
+        self,
+        model: SegmentAlgorithm,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int | None = 100,
+        tb_log_name: str = "ACER",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> None:
+        """Train ``model`` on segments from Ray actors (what ``model.learn(..., actors=self)`` runs;
+        ``learn``'s arguments, see :meth:`~sb3_acer.common.segment_algorithm.SegmentAlgorithm.learn`).
+
+        Raises:
+            RayNotInstalledError: Ray is not installed.
+            ActorEnvError: an actor's env raised (the message names the actor and the env).
+            ValueError: the actors' settings do not fit the model.
+        """
+        factory = self.env_factory(model)
+        self.init_ray()
+        total_timesteps, callback_obj = model.setup_learn(
+            total_timesteps,
+            callback,
+            reset_num_timesteps=reset_num_timesteps,
+            tb_log_name=tb_log_name,
+            progress_bar=progress_bar,
+        )
+        pool = ActorPool(self, factory, model)
+        stats = LearnerStats()
+        monitor = None
+        if self.monitor_file is not None:
+            monitor = ResultsWriter(
+                self.monitor_file, header={"t_start": time.time(), "env_id": factory.name}
+            )
+        try:
+            pool.start()
+            callback_obj.on_training_start(locals(), globals())
+            _loop(model, self, pool, stats, callback_obj, total_timesteps, log_interval, monitor)
+        finally:
+            pool.close()
+            self.stats = stats.totals(pool)
+            if monitor is not None:
+                monitor.close()
+        callback_obj.on_training_end()
+
+
+def _monitor_rows(monitor: ResultsWriter | None, start: float) -> Any:
+    """The ``on_step`` of ``learn_from_segment`` that writes the episodes the actors finish to ``monitor``."""
+    if monitor is None:
+        return None
+
+    def write(infos: list[dict[str, Any]]) -> None:
+        for info in infos:
+            episode = info.get("episode")
+            if episode is not None:
+                monitor.write_row(
+                    {"r": episode["r"], "l": episode["l"], "t": round(time.perf_counter() - start, 6)}
+                )
+
+    return write
 
 
 def _loop(
@@ -171,7 +196,7 @@ def _loop(
     pool.broadcast(updates)
     pool.request_all()
     iteration = 0
-    locals_: dict[str, Any] = {}
+    on_step = _monitor_rows(monitor, stats.start)
     while model.num_timesteps < total_timesteps:
         message, waited = pool.next()
         stats.received(waited)
@@ -182,16 +207,12 @@ def _loop(
             continue
         pool.request(message.actor_index)  # the actor samples while the learner learns
         message = writable(message)
-        callback.on_rollout_start()
-        if not _replay_steps(model, callback, message, monitor, stats.start):
-            break
-        locals_.update(segment=message.segment, iteration=iteration)
-        callback.update_locals(locals_)
-        callback.on_rollout_end()
-        iteration += 1
-        model._update_current_progress_remaining(model.num_timesteps, total_timesteps)
         model.logger.record_mean("actors/policy_lag", float(lag))
-        model.train(message.segment)
+        callback.update_locals({"iteration": iteration})
+        segment, dones, infos = message.segment, message.dones, message.infos
+        if not model.learn_from_segment(segment, dones, infos, callback, total_timesteps, on_step):
+            break
+        iteration += 1
         updates += 1
         if updates % actors.broadcast_interval == 0:
             pool.broadcast(updates)

@@ -28,7 +28,7 @@ from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy, SDNPolicy
 
 if TYPE_CHECKING:
     from sb3_acer.common.segment_algorithm import SegmentAlgorithm
-    from sb3_acer.distributed.config import EnvFactory, RayActors
+    from sb3_acer.distributed.config import ActorSettings, EnvFactory
 
 __all__ = ["ActorPool", "weights_of", "writable"]
 
@@ -57,7 +57,7 @@ class ActorPool:
         model: the learner's model (its policy is copied to the actors, its spaces checked).
     """
 
-    def __init__(self, settings: RayActors, factory: EnvFactory, model: SegmentAlgorithm) -> None:
+    def __init__(self, settings: ActorSettings, factory: EnvFactory, model: SegmentAlgorithm) -> None:
         self.ray = require_ray()
         self.settings = settings
         self.factory = factory

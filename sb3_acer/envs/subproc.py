@@ -68,16 +68,16 @@ class _GuardedRemote:
         self.command = "start"
 
     def send(self, message: Any) -> None:
-        self.owner._check_open()
+        self.owner.check_open()
         if isinstance(message, tuple) and message and isinstance(message[0], str):
             self.command = message[0]
         try:
             self.connection.send(message)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as error:
-            self.owner._fail(self, f"cannot be reached ({type(error).__name__}: {error})")
+            self.owner.worker_failed(self, f"cannot be reached ({type(error).__name__}: {error})")
 
     def recv(self) -> Any:
-        self.owner._check_open()
+        self.owner.check_open()
         timeout = self.owner.timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -86,14 +86,16 @@ class _GuardedRemote:
                 try:
                     message = self.connection.recv()
                 except (EOFError, ConnectionResetError, OSError):
-                    self.owner._fail(self, "died")
+                    self.owner.worker_failed(self, "died")
                 if isinstance(message, _WorkerFailure):
-                    self.owner._fail(self, f"raised {message.description}", detail=message.traceback_text)
+                    self.owner.worker_failed(
+                        self, f"raised {message.description}", detail=message.traceback_text
+                    )
                 return message
             if not self.process.is_alive() and not self.connection.poll(0):
-                self.owner._fail(self, "died")
+                self.owner.worker_failed(self, "died")
             if deadline is not None and time.monotonic() >= deadline:
-                self.owner._fail(self, f"did not answer within {timeout} s (timeout)", hung=True)
+                self.owner.worker_failed(self, f"did not answer within {timeout} s (timeout)", hung=True)
 
     def close(self) -> None:
         self.connection.close()
@@ -159,14 +161,19 @@ class SafeSubprocVecEnv(SubprocVecEnv):
                 )
         VecEnv.__init__(self, len(env_fns), observation_space, action_space)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise :class:`SubprocEnvError` if the env is closed (naming the worker failure that closed it)."""
         if self.closed:
             raise SubprocEnvError(
                 "SafeSubprocVecEnv is closed"
                 + (f" after a worker failure: {self._failure}" if self._failure else "")
             )
 
-    def _fail(self, remote: _GuardedRemote, what: str, detail: str = "", hung: bool = False) -> NoReturn:
+    def worker_failed(
+        self, remote: _GuardedRemote, what: str, detail: str = "", hung: bool = False
+    ) -> NoReturn:
+        """Stop every worker and raise :class:`SubprocEnvError` saying that ``remote``'s worker ``what`` (with
+        its traceback ``detail``); a ``hung`` worker is not waited for."""
         process = remote.process
         if not hung:
             process.join(timeout=1.0)  # it is exiting: wait for its exit code

@@ -18,6 +18,8 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
+from sb3_acer.common.callbacks import make_callback
+from sb3_acer.common.rollout import StepRecord, collect_segment
 from sb3_acer.common.type_aliases import Segment
 from tests.helpers.acer_envs import ResetCounter
 
@@ -272,3 +274,73 @@ def test_lr_schedule_is_sb3s_callable_and_takes_sb3s_idiom(small_settings: dict[
     assert all(th.equal(p, q) for p, q in zip(before, model.policy.parameters(), strict=True))
     with pytest.raises(ValueError, match=r"^unknown lr_schedule 'cosine'; choose one of"):
         model.lr_schedule = "cosine"
+
+
+class OwnCollector:
+    """A collector of its own, as ``learn(..., actors=...)`` takes one: it steps an env of its own with
+    ``collect_segment`` and drives the model through its public hook (``setup_learn``,
+    ``learn_from_segment``), as Ray's learner does."""
+
+    def __init__(self, seed: int, stop_at: int | None = None) -> None:
+        self.env = make_vec_env("CartPole-v1", n_envs=2, seed=seed)
+        self.stop_at = stop_at
+        self.results: list[bool] = []
+
+    def learn(self, model: ACER, total_timesteps: int, callback: Any, *args: Any) -> None:
+        log_interval, tb_log_name, reset_num_timesteps, progress_bar = args
+        total, callback_obj = model.setup_learn(
+            total_timesteps,
+            callback,
+            reset_num_timesteps=reset_num_timesteps,
+            tb_log_name=tb_log_name,
+            progress_bar=progress_bar,
+        )
+        if self.stop_at is not None:
+            callback_obj = make_callback(lambda locals_, globals_: model.num_timesteps < self.stop_at, False)
+            callback_obj.init_callback(model)
+        callback_obj.on_training_start(locals(), globals())
+        obs, starts = self.env.reset(), np.ones(self.env.num_envs, dtype=bool)
+        while model.num_timesteps < total:
+            steps: list[StepRecord] = []
+            result = collect_segment(
+                env=self.env,
+                policy=model.policy,
+                n_steps=model.n_steps,
+                last_obs=obs,
+                last_episode_starts=starts,
+                on_step=lambda record, steps=steps: steps.append(record) is None,  # every step, never stop
+            )
+            obs, starts = result.last_obs, result.last_episode_starts
+            dones = [record.dones for record in steps]
+            infos = [record.infos for record in steps]
+            self.results.append(model.learn_from_segment(result.segment, dones, infos, callback_obj, total))
+            if not self.results[-1]:
+                break
+        callback_obj.on_training_end()
+
+
+def test_a_collector_of_its_own_drives_the_same_updates_through_the_public_hook() -> None:
+    """The same segments, learned through ``learn_from_segment``, give the synchronous loop's weights."""
+    settings: dict[str, Any] = dict(seed=3, n_steps=5, buffer_size=100, replay_start=10)
+    synchronous = ACER("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=3), **settings).learn(60)
+    driven = ACER("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=3), **settings)
+    collector = OwnCollector(seed=3)
+    assert driven.learn(60, actors=collector) is driven
+    assert collector.results == [True] * 6
+    assert driven.num_timesteps == synchronous.num_timesteps == 60
+    assert driven._n_updates == synchronous._n_updates > 6  # replayed updates too
+    assert th.equal(flat_weights(driven), flat_weights(synchronous))
+    assert len(driven.ep_info_buffer) == len(synchronous.ep_info_buffer)
+
+
+def test_learn_from_segment_trains_on_nothing_once_a_callback_stops() -> None:
+    model = ACER(
+        "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), seed=0, n_steps=5, replay_ratio=0
+    )
+    before = flat_weights(model)
+    collector = OwnCollector(seed=0, stop_at=14)  # stops at the second segment's second step (14 steps)
+    model.learn(100, actors=collector)
+    assert collector.results == [True, False]
+    assert model.num_timesteps == 14
+    assert model._n_updates == 1
+    assert not th.equal(flat_weights(model), before)

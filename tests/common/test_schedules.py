@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
 
-from sb3_acer.common.schedules import LR_SCHEDULES, schedule_multiplier
+from sb3_acer.common.schedules import (
+    LR_SCHEDULES,
+    SAVED_FORMS,
+    named_schedule,
+    saved_schedule,
+    schedule_multiplier,
+    scheduled_rate,
+)
 
 NAMES = ["linear", "constant", "double_linear_con", "middle_drop", "double_middle_drop"]
 
@@ -113,3 +121,64 @@ def test_unknown_schedule_name():
         r"'double_middle_drop', 'linear', 'middle_drop'\]",
     ):
         schedule_multiplier("cosine", 0.5)
+
+
+# ---------------------------------------------------------------------- schedules saved as data
+
+
+def _zoo_linear(rate: float):
+    from rl_zoo3.utils import SimpleLinearSchedule  # the zoo's lin_<rate>
+
+    return SimpleLinearSchedule(rate)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        pytest.param(lambda: ConstantSchedule(3e-4), (3e-4, "constant"), id="ConstantSchedule"),
+        pytest.param(lambda: FloatSchedule(3e-4), (3e-4, "constant"), id="FloatSchedule-of-a-number"),
+        pytest.param(lambda: LinearSchedule(1e-3, 0.0, 1.0), (1e-3, "linear"), id="LinearSchedule-to-0"),
+        pytest.param(
+            lambda: FloatSchedule(LinearSchedule(1e-3, 0, 1)), (1e-3, "linear"), id="FloatSchedule-of-linear"
+        ),
+        pytest.param(lambda: _zoo_linear(7e-4), (7e-4, "linear"), id="zoo-SimpleLinearSchedule"),
+    ],
+)
+def test_named_schedule_reads_the_schedule_objects_sb2s_names_express(make, expected):
+    schedule = make()
+    assert named_schedule(schedule) == expected
+    rate, name = expected
+    for progress_remaining in (1.0, 0.75, 0.5, 0.3, 0.0):
+        assert scheduled_rate(rate, name, progress_remaining) == pytest.approx(
+            schedule(progress_remaining), rel=1e-12, abs=1e-18
+        )
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        pytest.param(lambda p: 1e-3 * p, id="lambda"),
+        pytest.param(LinearSchedule(1e-3, 1e-4, 1.0), id="LinearSchedule-to-another-rate"),
+        pytest.param(LinearSchedule(1e-3, 0.0, 0.5), id="LinearSchedule-ending-early"),
+        pytest.param(ConstantSchedule(0.0), id="ConstantSchedule-of-0"),
+        pytest.param(ConstantSchedule(float("nan")), id="ConstantSchedule-of-nan"),
+    ],
+)
+def test_named_schedule_is_none_for_what_no_name_expresses(schedule):
+    assert named_schedule(schedule) is None
+
+
+def test_saved_schedule_keeps_names_and_turns_other_callables_into_a_rate_with_a_warning():
+    assert saved_schedule(7e-4, "double_middle_drop", 1e-5) == (7e-4, "double_middle_drop")
+    assert saved_schedule(LinearSchedule(1e-3, 0.0, 1.0), "constant", 5e-4) == (1e-3, "linear")
+    with pytest.warns(UserWarning) as record:
+        assert saved_schedule(lambda p: 1e-3 * p, "linear", 2.5e-4) == (2.5e-4, "constant")
+    (message,) = [str(warning.message) for warning in record]
+    assert (
+        "is a callable, which a model file cannot hold: it is saved as the constant rate 0.00025" in message
+    )
+    assert message.endswith(f"A file holds these schedules as data: {SAVED_FORMS}")
+    for form in ("'double_middle_drop'", "ConstantSchedule", "LinearSchedule(start, 0.0, 1.0)", "lin_<rate>"):
+        assert form in SAVED_FORMS
+    with pytest.warns(UserWarning, match="saved as the constant rate 0.001 "):  # decayed to 0: the initial
+        assert saved_schedule(lambda p: 1e-3 * p, "linear", 0.0) == (1e-3, "constant")

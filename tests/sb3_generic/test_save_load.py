@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch as th
 from stable_baselines3.common.envs import FakeImageEnv, IdentityEnvBox
-from stable_baselines3.common.utils import get_device
+from stable_baselines3.common.utils import LinearSchedule, get_device
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
@@ -519,8 +519,11 @@ def test_no_resource_warning(tmp_path):
 
 
 @deliberate(
-    "a model file holds data only, no pickled code, so a callable learning rate is "
-    "saved as its current value (pass the callable again to ACER.load, as SB3 users do with custom_objects)"
+    "a model file holds data only, no pickled code, so a lambda learning rate is saved as its current "
+    "value, with a UserWarning naming the schedules a file holds as data (SB2's names, SB3's "
+    "ConstantSchedule and LinearSchedule(start, 0.0, 1.0), the zoo's lin_<rate>: "
+    "test_cast_named_lr_schedule); pass the callable again to ACER.load",
+    raises=UserWarning,
 )
 def test_cast_lr_schedule(tmp_path):
     # See GH#1900
@@ -532,6 +535,19 @@ def test_cast_lr_schedule(tmp_path):
     assert np.allclose(model.lr_schedule(0.5), 0.5 * np.sin(1.0))
     model.save(tmp_path / "acer.zip")
     model = ACER.load(tmp_path / "acer.zip")
+    assert type(model.lr_schedule(1.0)) is float
+    assert np.allclose(model.lr_schedule(0.5), 0.5 * np.sin(1.0))
+
+
+def test_cast_named_lr_schedule(tmp_path):
+    """``test_cast_lr_schedule`` with a schedule a file holds as data (SB3's ``LinearSchedule`` to 0): it
+    loads as the same curve, ACER's named ``'linear'``."""
+    model = ACER("MlpPolicy", "CartPole-v1", learning_rate=LinearSchedule(np.sin(1.0), 0.0, 1.0))
+    assert type(model.lr_schedule(1.0)) is float
+    assert np.allclose(model.lr_schedule(0.5), 0.5 * np.sin(1.0))
+    model.save(tmp_path / "acer.zip")
+    model = ACER.load(tmp_path / "acer.zip")
+    assert (model.learning_rate, model.lr_schedule_name) == (np.sin(1.0), "linear")
     assert type(model.lr_schedule(1.0)) is float
     assert np.allclose(model.lr_schedule(0.5), 0.5 * np.sin(1.0))
 
@@ -549,8 +565,10 @@ def test_save_load_net_arch_none(tmp_path):
 
 
 @deliberate(
-    "a model file holds data only, no pickled code, so a lambda learning rate comes "
-    "back as the constant it had when saved, not as the lambda"
+    "a model file holds data only, no pickled code, so a lambda learning rate comes back as the constant "
+    "it had when saved, not as the lambda, with a UserWarning at save naming the schedules a file holds as "
+    "data (test_cast_named_lr_schedule)",
+    raises=UserWarning,
 )
 @pytest.mark.parametrize("model_class", MODEL_LIST)
 def test_save_load_backward_compatible(tmp_path, model_class):

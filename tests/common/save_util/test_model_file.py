@@ -19,10 +19,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import stable_baselines3 as sb3
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.torch_layers import FlattenExtractor, NatureCNN
+from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
@@ -446,8 +448,23 @@ def test_wrong_algorithm_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pa
 
 def test_stable_baselines3_file_is_refused(tmp_path: pathlib.Path) -> None:
     PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16).save(tmp_path / "sb3_ppo.zip")
-    with pytest.raises(ModelFileError, match="not an sb3-acer model file"):
+    says = (
+        r"sb3_ppo\.zip is not an sb3-acer model file \(SB2 and SB3 model files, which unpickle code, are not "
+        rf"read\); it is a Stable-Baselines3 model file \(stable-baselines3 {re.escape(sb3.__version__)}\): "
+        r"load it with the class of the algorithm that saved it \(e\.g\. stable_baselines3\.PPO\.load\), "
+        r"and sb3-acer's own files with sb3_acer\.ACER\.load$"
+    )
+    with pytest.raises(ModelFileError, match=says):
         ACER.load(tmp_path / "sb3_ppo.zip")
+    with pytest.raises(ModelFileError, match=says.replace(r"sb3_ppo\.zip", r"<_io\.BytesIO object at \w+>")):
+        ACER.load(io.BytesIO((tmp_path / "sb3_ppo.zip").read_bytes()))
+
+
+def test_a_zip_of_neither_library_is_only_not_an_sb3_acer_file(tmp_path: pathlib.Path) -> None:
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as archive:
+        archive.writestr("data", "{}")
+    with pytest.raises(ModelFileError, match=r"are not read\)$"):
+        ACER.load(tmp_path / "other.zip")
 
 
 def test_newer_format_version_raises(trained: tuple[ACER, pathlib.Path], tmp_path: pathlib.Path) -> None:
@@ -701,14 +718,55 @@ def test_identity_model_survives_save_load_with_env(tmp_path: pathlib.Path) -> N
 def test_a_callable_learning_rate_is_saved_as_a_rate_the_file_loads_with(tmp_path: pathlib.Path) -> None:
     model = ACER("MlpPolicy", "CartPole-v1", n_steps=10, replay_ratio=0, learning_rate=lambda p: 1e-3 * p)
     model._current_progress_remaining = 0.25
-    model.save(tmp_path / "mid")
+    with pytest.warns(UserWarning, match="which a model file cannot hold: it is saved as the constant rate"):
+        model.save(tmp_path / "mid")
     loaded = ACER.load(tmp_path / "mid.zip")
     assert (loaded.learning_rate, loaded.lr_schedule_name) == (pytest.approx(2.5e-4), "constant")
     model.learn(40)  # the schedule ends at 0, which is no learning rate: the initial one is stored
     assert model.current_learning_rate() == 0.0
-    model.save(tmp_path / "end")
+    with pytest.warns(UserWarning, match="A file holds these schedules as data: a number with lr_schedule"):
+        model.save(tmp_path / "end")
     loaded = ACER.load(tmp_path / "end.zip")
     assert (loaded.learning_rate, loaded.lr_schedule_name) == (pytest.approx(1e-3), "constant")
+
+
+def _zoo_linear(rate: float) -> Any:
+    """The zoo's ``lin_<rate>``, as rl-zoo3 passes it to the algorithm."""
+    return pytest.importorskip("rl_zoo3.utils").SimpleLinearSchedule(rate)
+
+
+@pytest.mark.parametrize(
+    ("make", "saved"),
+    [
+        pytest.param(lambda: LinearSchedule(1e-3, 0.0, 1.0), (1e-3, "linear"), id="SB3-LinearSchedule"),
+        pytest.param(lambda: ConstantSchedule(5e-4), (5e-4, "constant"), id="SB3-ConstantSchedule"),
+        pytest.param(lambda: _zoo_linear(1e-3), (1e-3, "linear"), id="zoo-lin_1e-3"),
+    ],
+)
+def test_a_named_schedule_survives_save_and_load_and_training_resumes_on_its_curve(
+    tmp_path: pathlib.Path, make: Any, saved: tuple[float, str]
+) -> None:
+    schedule = make()
+    rate, name = saved
+    model = ACER("MlpPolicy", "CartPole-v1", seed=0, n_steps=10, replay_ratio=0, learning_rate=schedule)
+
+    def stop_at(trained: ACER, steps: int) -> Any:  # SB2's callable callback: stop once steps are taken
+        return lambda locals_, globals_: trained.num_timesteps < steps
+
+    model.learn(100, callback=stop_at(model, 50))  # last update at 40 of 100 steps: progress remaining 0.6
+    model.save(tmp_path / "mid")  # no warning (warnings are errors here): the schedule is data
+    loaded = ACER.load(tmp_path / "mid.zip", env="CartPole-v1")
+    assert (loaded.learning_rate, loaded.lr_schedule_name) == saved
+    for progress_remaining in (1.0, 0.6, 0.5, 0.3, 0.0):
+        assert loaded.lr_schedule(progress_remaining) == pytest.approx(
+            schedule(progress_remaining), rel=1e-12, abs=1e-18
+        )
+    before, after = {"linear": (0.6, 0.4), "constant": (1.0, 1.0)}[name]
+    for trained in (model, loaded):
+        assert trained.current_learning_rate() == pytest.approx(rate * before, rel=1e-12)
+        trained.learn(50, reset_num_timesteps=False, callback=stop_at(trained, 70))  # update at 60 of 100
+        assert trained.num_timesteps == 70
+        assert trained.current_learning_rate() == pytest.approx(rate * after, rel=1e-12)
 
 
 SHORT_KEY_STATE = {"bit_generator": "MT19937", "state": {"key": [1, 2, 3], "pos": 0}}
