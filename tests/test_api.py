@@ -18,6 +18,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, Flatten
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from sb3_acer import ACER, CnnPolicy, MlpPolicy, UnsupportedSpaceError
+from sb3_acer.common.policies import DuelingHead
 
 # ---------------------------------------------------------------------------------------------- construction
 
@@ -90,7 +91,7 @@ def test_non_discrete_action_spaces_take_the_stochastic_dueling_policy(
         return
     model = ACER("MlpPolicy", _ActionSpaceEnv(action_space))
     assert model.policy_class is MlpPolicy  # the saved name; the network is built for the space
-    assert type(model.policy).__name__ == "SDNMlpPolicy"
+    assert type(model.policy) is MlpPolicy and isinstance(model.policy.head, DuelingHead)  # the dueling head
     assert type(model.action_space).__name__ == name
 
 

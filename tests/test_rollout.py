@@ -12,7 +12,8 @@ from acer_envs import CounterEnv
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment, sample_actions
+from sb3_acer.common.policies.categorical import sample_actions
+from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
 
 
 def test_sample_actions_follows_the_probabilities() -> None:

@@ -27,9 +27,9 @@ from sb3_acer.common.buffers import ReplayBuffer
 from sb3_acer.common.callbacks import make_callback
 from sb3_acer.common.checks.observations import check_env_step
 from sb3_acer.common.checks.settings import check_learn_arguments
+from sb3_acer.common.policies import ACERPolicy, LSTMState
 from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 
 if TYPE_CHECKING:
     from sb3_acer.distributed import RayActors
@@ -46,7 +46,7 @@ class SegmentAlgorithm(BaseAlgorithm):
     replay; its size is logged) and implement :meth:`train`.
     """
 
-    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy
+    policy: ACERPolicy
     n_steps: int
     handle_timeout_termination: bool
     replay_buffer: ReplayBuffer | None
