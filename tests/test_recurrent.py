@@ -716,3 +716,14 @@ def test_forward_sequence_keeps_state_after_second_to_last_step() -> None:
         th.testing.assert_close(kept, expected)
     th.testing.assert_close(out.logits, full.logits)
     th.testing.assert_close(out.state[0], full.state[0])
+
+
+def test_a_state_dict_of_0_1_naming_the_layers_after_the_lstm_post_lstm_loads() -> None:
+    """sb3-acer 0.1's Discrete LSTM policies called the layers after the LSTM ``post_lstm``."""
+    saved = random_policy(False, net_arch=["lstm", 5]).state_dict()
+    old = {key.replace("shared_net.", "post_lstm."): value for key, value in saved.items()}
+    assert "post_lstm.0.weight" in old
+    policy = random_policy(False, seed=1, net_arch=["lstm", 5])
+    policy.load_state_dict(old)
+    loaded = policy.state_dict()
+    assert list(loaded) == list(saved) and all(th.equal(loaded[key], saved[key]) for key in saved)

@@ -163,8 +163,11 @@ class ActionHead(Protocol):
     def critic_modules(self, policy: ACERPolicy) -> list[nn.Module]:
         """The modules only the critic uses (``q_lr_ratio`` gives their parameters their own step)."""
 
-    def outputs(self, policy: ACERPolicy, latent: th.Tensor) -> tuple[th.Tensor, ...]:
-        """What the update reads of ``[N, L]`` latents (``PolicyOutput`` or ``SDNOutput``)."""
+    def outputs(
+        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor
+    ) -> tuple[th.Tensor, ...]:
+        """What the update reads of ``[N, L]`` latents of the actor and of the critic (the same tensor unless
+        ``share_features_extractor=False``): ``PolicyOutput`` or ``SDNOutput``."""
 
     def statistics(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
         """``[N, S]`` flat statistics of ``pi(.|x)`` (the critic is not evaluated)."""
@@ -176,7 +179,7 @@ class ActionHead(Protocol):
         """The actions the rollout draws from ``[E, S]`` statistics, as the replay memory stores them."""
 
     def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool
+        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """SB3's ``(actions, values [N, 1], log_prob [N])``."""
 
@@ -234,10 +237,14 @@ class ACERPolicy(BasePolicy):
         log_std_init: initial log-std of a ``Box`` policy with a learned log-std (SB3's default 0).
         fixed_std: the paper's fixed ``sigma`` (0.3 on MuJoCo) of a ``Box`` policy; ``None`` learns a
             state-independent log-std.
+        share_features_extractor: one features extractor for the actor and the critic (SB2's network);
+            ``False`` gives the critic (``Q``, or ``V`` and ``A``) its own, ``critic_features_extractor``,
+            as SB3's ``ActorCriticPolicy`` (the ``net_arch`` then has no shared layers, only towers).
 
     Raises:
-        ValueError: for another action space, a non-positive ``fixed_std``, or ``fixed_std`` /
-            ``log_std_init`` with ``Discrete`` actions.
+        ValueError: for another action space, a non-positive ``fixed_std``, ``fixed_std`` /
+            ``log_std_init`` with ``Discrete`` actions, or shared layers with
+            ``share_features_extractor=False``.
     """
 
     #: Whether the policy carries an LSTM state (:class:`~sb3_acer.common.policies.lstm.LSTMMemory`).
@@ -268,6 +275,7 @@ class ACERPolicy(BasePolicy):
         normalize_images: bool = True,
         log_std_init: float = 0.0,
         fixed_std: float | None = None,
+        share_features_extractor: bool = True,
     ) -> None:
         if fixed_std is not None and not fixed_std > 0:
             raise ValueError(f"fixed_std must be positive, got {fixed_std}")
@@ -276,6 +284,12 @@ class ACERPolicy(BasePolicy):
         if net_arch is None:
             net_arch = self.default_net_arch(features_extractor_class)
         layers = self.parse_layers(net_arch)
+        if not share_features_extractor and layers.shared:
+            raise ValueError(
+                "share_features_extractor=False gives the critic its own features extractor: net_arch can "
+                "have no layers shared by the actor and the critic, only dict(pi=[...], qf=[...]), "
+                f"got {net_arch!r}"
+            )
         super().__init__(
             observation_space,
             action_space,
@@ -289,13 +303,19 @@ class ACERPolicy(BasePolicy):
         self.ortho_init = ortho_init
         self.log_std_init = log_std_init
         self.fixed_std = fixed_std
+        self.share_features_extractor = bool(share_features_extractor)
         self.features_extractor = self.make_features_extractor()
         self.features_dim = self.features_extractor.features_dim
+        if not self.share_features_extractor:
+            self.critic_features_extractor = self.make_features_extractor()
         trunk_dim = self.build_trunk(self.features_dim, layers.before)
         self.shared_net, latent_dim = build_mlp(trunk_dim, layers.shared, activation_fn)
         head.build(self, latent_dim, layers.pi, layers.qf)
         if ortho_init:
-            for module, gain in head.init_gains(self, self.trunk_modules()).items():
+            gains = head.init_gains(self, self.trunk_modules())
+            if not self.share_features_extractor:
+                gains[self.critic_features_extractor] = np.sqrt(2)
+            for module, gain in gains.items():
                 module.apply(partial(self.init_weights, gain=gain))
             self.init_trunk()
 
@@ -323,8 +343,17 @@ class ACERPolicy(BasePolicy):
         """The trunk's own initialisation, after every other module's (nothing here)."""
 
     def latent(self, obs: PyTorchObs) -> th.Tensor:
-        """``[N, L]`` the shared latent of a batch of (unprocessed) observations."""
+        """``[N, L]`` the shared latent of a batch of (unprocessed) observations (the actor's alone with
+        ``share_features_extractor=False``)."""
         return self.shared_net(self.extract_features(obs, self.features_extractor))
+
+    def latents(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
+        """The actor's and the critic's ``[N, L]`` latents (one tensor unless
+        ``share_features_extractor=False``)."""
+        latent = self.latent(obs)
+        if self.share_features_extractor:
+            return latent, latent
+        return latent, self.extract_features(obs, self.critic_features_extractor)
 
     def step_statistics(self, obs: PyTorchObs, state: Any, episode_starts: Any) -> tuple[th.Tensor, Any]:
         """``[B, S]`` statistics of ``pi(.|x)`` for one step of ``B`` envs, and the next recurrent state
@@ -337,7 +366,7 @@ class ACERPolicy(BasePolicy):
     def evaluate(self, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
         """The head's outputs of a batch of observations (``PolicyOutput(logits, q_values)`` for
         ``Discrete`` actions, ``SDNOutput(stats, values, critic_latent)`` for the others)."""
-        return self.head.outputs(self, self.latent(obs))
+        return self.head.outputs(self, *self.latents(obs))
 
     def statistics(self, obs: PyTorchObs) -> th.Tensor:
         """``[N, S]`` flat statistics of ``pi(.|x)`` (probabilities for ``Discrete`` actions); the critic is
@@ -359,13 +388,16 @@ class ACERPolicy(BasePolicy):
         Everything else (features extractor, shared layers, LSTM, ``pi`` tower, policy head) serves the
         policy, alone or with the critic. ``ACER(q_lr_ratio=...)`` gives these parameters their own step.
         """
-        return [p for module in self.head.critic_modules(self) for p in module.parameters()]
+        modules = self.head.critic_modules(self)
+        if not self.share_features_extractor:
+            modules.append(self.critic_features_extractor)
+        return [p for module in modules for p in module.parameters()]
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """As SB3's ``ActorCriticPolicy.forward``: actions (the most probable ones if ``deterministic``,
         those of ``predict``), values ``V(x)`` (``[N, 1]``) and ``log pi(a|x)`` (``[N]``), so that SB3's ONNX
         export recipe, ``policy(obs, deterministic=True)``, works as written."""
-        return self.head.sb3_forward(self, self.latent(obs), deterministic)
+        return self.head.sb3_forward(self, *self.latents(obs), deterministic)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self.head.actions(self, self.latent(observation), deterministic)
@@ -410,6 +442,8 @@ class ACERPolicy(BasePolicy):
         )
         if not isinstance(self.action_space, spaces.Discrete):
             data.update(log_std_init=self.log_std_init, fixed_std=self.fixed_std)
+        if not self.share_features_extractor:
+            data.update(share_features_extractor=False)
         return data
 
     @property

@@ -74,8 +74,9 @@ class CategoricalHead:
     def critic_modules(self, policy: ACERPolicy) -> list[nn.Module]:
         return [policy.mlp_extractor.value_net, policy.q_net]
 
-    def outputs(self, policy: ACERPolicy, latent: th.Tensor) -> PolicyOutput:
-        latent_pi, latent_q = policy.mlp_extractor(latent)
+    def outputs(self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor) -> PolicyOutput:
+        latent_pi = policy.mlp_extractor.forward_actor(latent)
+        latent_q = policy.mlp_extractor.forward_critic(critic_latent)
         return PolicyOutput(logits=policy.action_net(latent_pi), q_values=policy.q_net(latent_q))
 
     def logits(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
@@ -92,10 +93,10 @@ class CategoricalHead:
         return sample_actions(stats)
 
     def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool
+        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Values ``V(x) = sum_a pi(a|x) Q(x, a)``."""
-        logits, q_values = self.outputs(policy, latent)
+        logits, q_values = self.outputs(policy, latent, critic_latent)
         actions = select_actions(logits, deterministic)
         log_probs = th.log_softmax(logits, dim=-1)
         values = (log_probs.exp() * q_values).sum(dim=-1, keepdim=True)

@@ -218,7 +218,7 @@ class RecurrentACERPolicy(ACERPolicy):
             log_std_init=log_std_init,
             fixed_std=fixed_std,
         )
-        self._register_load_state_dict_pre_hook(_rename_post_lstm)
+        self.register_load_state_dict_pre_hook(_rename_post_lstm)
 
     @staticmethod
     def default_net_arch(features_extractor_class: type[BaseFeaturesExtractor]) -> Any:
@@ -271,7 +271,7 @@ class RecurrentACERPolicy(ACERPolicy):
         """
         lstm_out, final_state, kept_state = self.memory(obs, episode_starts, state, keep_states_at)
         latent = self.shared_net(lstm_out.reshape(-1, lstm_out.shape[-1]))
-        return self.head.outputs(self, latent), final_state, kept_state
+        return self.head.outputs(self, latent, latent), final_state, kept_state
 
     def sequence_statistics(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> th.Tensor:
         """``[T B, S]`` statistics of ``pi`` over ``T`` steps of ``B`` sequences (the critic is not
@@ -480,10 +480,10 @@ class RecurrentACERPolicy(ACERPolicy):
         return actions, (h.cpu().numpy(), c.cpu().numpy())
 
 
-def _rename_post_lstm(state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+def _rename_post_lstm(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
     """Model files written before the one policy family name the layers after the LSTM of a ``Discrete``
     policy ``post_lstm``: load them as ``shared_net``."""
-    del args
+    del module, args
     old = f"{prefix}post_lstm."
     for key in [key for key in state_dict if key.startswith(old)]:
         state_dict[f"{prefix}shared_net.{key[len(old) :]}"] = state_dict.pop(key)

@@ -93,9 +93,9 @@ class DuelingHead:
             return policy.dist.statistics(head)
         return th.cat([head, policy.log_std.expand_as(head)], -1)
 
-    def outputs(self, policy: ACERPolicy, latent: th.Tensor) -> SDNOutput:
-        values = policy.value_net(policy.value_tower(latent)).squeeze(-1)
-        return SDNOutput(stats=self.statistics(policy, latent), values=values, critic_latent=latent)
+    def outputs(self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor) -> SDNOutput:
+        values = policy.value_net(policy.value_tower(critic_latent)).squeeze(-1)
+        return SDNOutput(stats=self.statistics(policy, latent), values=values, critic_latent=critic_latent)
 
     def advantage(self, policy: ACERPolicy, critic_latent: th.Tensor, actions: th.Tensor) -> th.Tensor:
         """``A(x, a)`` for ``[N, L]`` latents and ``[N, ..., action_size]`` actions -> ``[N, ...]``."""
@@ -113,10 +113,10 @@ class DuelingHead:
         return policy.dist.sample(stats)
 
     def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool
+        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Flat actions ``[N, action_size]``."""
-        output = self.outputs(policy, latent)
+        output = self.outputs(policy, latent, critic_latent)
         dist = policy.dist
         actions = dist.mode(output.stats) if deterministic else dist.sample(output.stats)
         log_prob = dist.log_prob(output.stats.unsqueeze(0), actions.unsqueeze(0))[0]
