@@ -1,7 +1,8 @@
 """ACER's one policy family (re-exports).
 
 - :mod:`.base`: :class:`ACERPolicy`, features -> shared layers -> the head of the action space, and
-  ``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``; the ``net_arch`` parser;
+  ``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``;
+- :mod:`.layout`: the ``net_arch`` parser and the protocols of a policy's modules and of a head;
 - :mod:`.lstm`: :class:`RecurrentACERPolicy`, the same with an LSTM after the features, and the
   ``...LstmPolicy`` / ``...LnLstmPolicy`` classes;
 - :mod:`.categorical`: the head of ``Discrete`` actions (softmax ``pi`` and ``Q``);
@@ -12,14 +13,9 @@
 The names users pass to ``ACER`` are in :mod:`sb3_acer.acer.policies`.
 """
 
-from sb3_acer.common.policies.base import (
-    ACERPolicy,
-    CnnPolicy,
-    MlpPolicy,
-    MultiInputPolicy,
-    parse_net_arch,
-)
+from sb3_acer.common.policies.base import ACERPolicy, CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_acer.common.policies.categorical import CategoricalHead, PolicyOutput
+from sb3_acer.common.policies.layout import ActionHead, PolicyModules, parse_net_arch
 from sb3_acer.common.policies.lstm import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
@@ -36,6 +32,7 @@ from sb3_acer.common.policies.torch_layers import MinAtarCNN
 
 __all__ = [
     "ACERPolicy",
+    "ActionHead",
     "CategoricalHead",
     "CnnLnLstmPolicy",
     "CnnLstmPolicy",
@@ -49,6 +46,7 @@ __all__ = [
     "MlpPolicy",
     "MultiInputLstmPolicy",
     "MultiInputPolicy",
+    "PolicyModules",
     "PolicyOutput",
     "RecurrentACERPolicy",
     "SDNOutput",

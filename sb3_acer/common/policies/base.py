@@ -4,19 +4,18 @@
 chosen from the action space (:func:`head_for`): a softmax ``pi`` and a ``Q`` of every action for
 ``Discrete`` (:class:`~sb3_acer.common.policies.categorical.CategoricalHead`), an actor and the stochastic
 dueling critic for ``Box``, ``MultiDiscrete`` and ``MultiBinary``
-(:class:`~sb3_acer.common.policies.sdn.DuelingHead`). Recurrence is a mixin
-(:class:`~sb3_acer.common.policies.lstm.LSTMMemory`) that puts an LSTM between the features and the shared
-layers. The module names (``shared_net``, ``action_net``, ...) are those of the model files' state dicts.
+(:class:`~sb3_acer.common.policies.sdn.DuelingHead`). Recurrence is one subclass,
+:class:`~sb3_acer.common.policies.lstm.RecurrentACERPolicy`, that puts an LSTM between the features and the
+shared layers. The module names (``shared_net``, ``action_net``, ...) are the model files' state-dict keys.
 
-Also here: the SB2-style ``net_arch`` parser and the helpers the named policies are made with.
+The ``net_arch`` parser and the protocols of a policy's modules and of a head are in
+:mod:`~sb3_acer.common.policies.layout`.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -34,159 +33,20 @@ from torch import nn
 
 from sb3_acer.common.distributions import ActionDistribution, Categorical, make_action_distribution
 from sb3_acer.common.observations import ObservationArrays
+from sb3_acer.common.policies.categorical import CategoricalHead
+from sb3_acer.common.policies.layout import (
+    ActionHead,
+    Layers,
+    build_mlp,
+    init_with_defaults,
+    parse_net_arch,
+)
+from sb3_acer.common.policies.sdn import DuelingHead
 
-__all__ = [
-    "SDN_KEYWORDS",
-    "ACERPolicy",
-    "ActionHead",
-    "CnnPolicy",
-    "Layers",
-    "MlpPolicy",
-    "MultiInputPolicy",
-    "build_mlp",
-    "init_with_defaults",
-    "layer_sizes",
-    "parse_net_arch",
-]
+__all__ = ["SDN_KEYWORDS", "ACERPolicy", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "head_for"]
 
 #: The keywords only the heads of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions take.
 SDN_KEYWORDS = ("log_std_init", "fixed_std")
-
-
-class Layers(NamedTuple):
-    """A parsed ``net_arch``: layers before the LSTM (recurrent policies), after it (shared by both
-    heads), the policy tower and the critic's tower."""
-
-    before: list[int]
-    shared: list[int]
-    pi: list[int]
-    qf: list[int]
-
-
-def layer_sizes(value: Any, where: str) -> list[int]:
-    """``value`` as a list of layer sizes.
-
-    Raises:
-        ValueError: unless ``value`` is a list or tuple of positive integers (``where`` names it).
-    """
-    if not isinstance(value, list | tuple) or not all(
-        isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0 for size in value
-    ):
-        raise ValueError(f"net_arch: {where} must be a list of positive layer sizes, got {value!r}")
-    return [int(size) for size in value]
-
-
-def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int]]:
-    """Split an SB2-style ``net_arch`` into (shared layers, policy tower, Q tower).
-
-    ``[64, 64]`` -> shared ``[64, 64]``; ``dict(pi=[64], qf=[64])`` -> separate towers;
-    ``[64, dict(pi=[32], qf=[32])]`` -> both. ``vf`` is accepted as SB2's name for ``qf``.
-
-    Raises:
-        ValueError: for any other form.
-    """
-    if isinstance(net_arch, dict):
-        shared: list[Any] = []
-        towers: dict[str, Any] | None = net_arch
-    elif isinstance(net_arch, list | tuple):
-        if net_arch and isinstance(net_arch[-1], dict):
-            shared, towers = list(net_arch[:-1]), net_arch[-1]
-        else:
-            shared, towers = list(net_arch), None
-    else:
-        raise ValueError(f"net_arch must be a list or a dict, got {net_arch!r}")
-    shared_layers = layer_sizes(shared, "the shared part")
-    if towers is None:
-        return shared_layers, [], []
-    unknown = set(towers) - {"pi", "qf", "vf"}
-    if unknown or ("qf" in towers and "vf" in towers):
-        raise ValueError(f"net_arch dict keys must be 'pi' and 'qf' (or 'vf'), got {sorted(towers)}")
-    pi_layers = layer_sizes(towers.get("pi", []), "pi")
-    qf_layers = layer_sizes(towers.get("qf", towers.get("vf", [])), "qf")
-    return shared_layers, pi_layers, qf_layers
-
-
-def build_mlp(in_dim: int, sizes: list[int], activation_fn: type[nn.Module]) -> tuple[nn.Sequential, int]:
-    """Linear layers of ``sizes`` units, each followed by ``activation_fn``, and the output width."""
-    layers: list[nn.Module] = []
-    for size in sizes:
-        layers += [nn.Linear(in_dim, size), activation_fn()]
-        in_dim = size
-    return nn.Sequential(*layers), in_dim
-
-
-def init_with_defaults(init: Callable[..., None], **defaults: Any) -> Callable[..., None]:
-    """``init`` (a policy's ``__init__``) with other default values, for a policy class that differs from
-    its base only in them: ``__init__ = init_with_defaults(Base.__init__, activation_fn=nn.ReLU)``.
-
-    The returned function's signature shows the new defaults (``ACER`` reads them, e.g. the
-    ``features_extractor_class`` a policy builds by default), and it takes the same arguments as ``init``.
-
-    Raises:
-        TypeError: if ``init`` has no parameter of a name in ``defaults``.
-    """
-    signature = inspect.signature(init)
-    unknown = set(defaults) - set(signature.parameters)
-    if unknown:
-        raise TypeError(f"{init.__qualname__} has no parameters {sorted(unknown)}")
-    signature = signature.replace(
-        parameters=[
-            parameter.replace(default=defaults.get(name, parameter.default))
-            for name, parameter in signature.parameters.items()
-        ]
-    )
-
-    def __init__(*args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        init(*bound.args, **bound.kwargs)
-
-    __init__.__signature__ = signature  # type: ignore[attr-defined]
-    __init__.__doc__ = init.__doc__
-    return __init__
-
-
-class ActionHead(Protocol):
-    """What one action family puts on top of the shared latent ``[N, L]`` of :class:`ACERPolicy`.
-
-    A head is stateless: :meth:`build` registers its modules on the policy (so the state-dict keys are the
-    policy's own), and the other methods read them from there.
-    """
-
-    def build(self, policy: ACERPolicy, latent_dim: int, pi_layers: list[int], qf_layers: list[int]) -> None:
-        """Build the towers and heads on ``latent_dim`` features."""
-
-    def init_gains(self, policy: ACERPolicy, trunk: list[nn.Module]) -> dict[nn.Module, float]:
-        """Every module to initialise orthogonally with its gain, in the order of initialisation (the
-        random draws follow it)."""
-
-    def critic_modules(self, policy: ACERPolicy) -> list[nn.Module]:
-        """The modules only the critic uses (``q_lr_ratio`` gives their parameters their own step)."""
-
-    def outputs(
-        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor
-    ) -> tuple[th.Tensor, ...]:
-        """What the update reads of ``[N, L]`` latents of the actor and of the critic (the same tensor unless
-        ``share_features_extractor=False``): ``PolicyOutput`` or ``SDNOutput``."""
-
-    def statistics(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
-        """``[N, S]`` flat statistics of ``pi(.|x)`` (the critic is not evaluated)."""
-
-    def actions(self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool) -> th.Tensor:
-        """The actions of ``predict`` (the most probable ones if ``deterministic``)."""
-
-    def behaviour(self, policy: ACERPolicy, stats: th.Tensor) -> th.Tensor:
-        """The actions the rollout draws from ``[E, S]`` statistics, as the replay memory stores them."""
-
-    def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
-    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """SB3's ``(actions, values [N, 1], log_prob [N])``."""
-
-    def probability(
-        self, policy: ACERPolicy, stats: th.Tensor, actions: np.ndarray | None, logp: bool
-    ) -> np.ndarray:
-        """SB2's ``action_probability`` of ``[n, S]`` statistics, with the batch axis."""
 
 
 def head_for(dist: ActionDistribution, fixed_std: float | None, log_std_init: float) -> ActionHead:
@@ -196,10 +56,6 @@ def head_for(dist: ActionDistribution, fixed_std: float | None, log_std_init: fl
         ValueError: for ``fixed_std`` or ``log_std_init`` given with ``Discrete`` actions, or a
             non-positive ``fixed_std``.
     """
-    # Imported here: the heads' modules import this one.
-    from sb3_acer.common.policies.categorical import CategoricalHead
-    from sb3_acer.common.policies.sdn import DuelingHead
-
     if isinstance(dist, Categorical):
         if fixed_std is not None or log_std_init != 0.0:
             raise ValueError(f"{' and '.join(SDN_KEYWORDS)} are for Box actions, not {dist.space}")
@@ -247,7 +103,7 @@ class ACERPolicy(BasePolicy):
             ``share_features_extractor=False``.
     """
 
-    #: Whether the policy carries an LSTM state (:class:`~sb3_acer.common.policies.lstm.LSTMMemory`).
+    #: Whether the policy carries an LSTM state (:class:`~sb3_acer.common.policies.lstm.RecurrentACERPolicy`).
     recurrent: ClassVar[bool] = False
     _cached_device: th.device | None = None
     dist: ActionDistribution

@@ -6,7 +6,7 @@ or 1.0 in a recurrent policy (SB2's recurrent heads are not scaled down).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch as th
@@ -14,9 +14,7 @@ from stable_baselines3.common.torch_layers import MlpExtractor
 from torch import nn
 
 from sb3_acer.common.checks.settings import check_actions
-
-if TYPE_CHECKING:
-    from sb3_acer.common.policies.base import ACERPolicy
+from sb3_acer.common.policies.layout import PolicyModules
 
 __all__ = ["CategoricalHead", "PolicyOutput", "sample_actions", "select_actions"]
 
@@ -54,9 +52,11 @@ def sample_actions(probs: th.Tensor) -> th.Tensor:
 
 class CategoricalHead:
     """The ``pi`` and ``Q`` heads of ``Discrete`` actions (an
-    :class:`~sb3_acer.common.policies.base.ActionHead`)."""
+    :class:`~sb3_acer.common.policies.layout.ActionHead`)."""
 
-    def build(self, policy: ACERPolicy, latent_dim: int, pi_layers: list[int], qf_layers: list[int]) -> None:
+    def build(
+        self, policy: PolicyModules, latent_dim: int, pi_layers: list[int], qf_layers: list[int]
+    ) -> None:
         n_actions = policy.dist.stats_size
         policy.mlp_extractor = MlpExtractor(
             latent_dim, net_arch=dict(pi=pi_layers, vf=qf_layers), activation_fn=policy.activation_fn
@@ -64,36 +64,36 @@ class CategoricalHead:
         policy.action_net = nn.Linear(policy.mlp_extractor.latent_dim_pi, n_actions)
         policy.q_net = nn.Linear(policy.mlp_extractor.latent_dim_vf, n_actions)
 
-    def init_gains(self, policy: ACERPolicy, trunk: list[nn.Module]) -> dict[nn.Module, float]:
+    def init_gains(self, policy: PolicyModules, trunk: list[nn.Module]) -> dict[nn.Module, float]:
         head_gain = 1.0 if policy.recurrent else 0.01
         gains = {policy.features_extractor: np.sqrt(2), **{module: np.sqrt(2) for module in trunk}}
         gains.update({policy.shared_net: np.sqrt(2), policy.mlp_extractor: np.sqrt(2)})
         gains.update({policy.action_net: head_gain, policy.q_net: head_gain})
         return gains
 
-    def critic_modules(self, policy: ACERPolicy) -> list[nn.Module]:
+    def critic_modules(self, policy: PolicyModules) -> list[nn.Module]:
         return [policy.mlp_extractor.value_net, policy.q_net]
 
-    def outputs(self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor) -> PolicyOutput:
+    def outputs(self, policy: PolicyModules, latent: th.Tensor, critic_latent: th.Tensor) -> PolicyOutput:
         latent_pi = policy.mlp_extractor.forward_actor(latent)
         latent_q = policy.mlp_extractor.forward_critic(critic_latent)
         return PolicyOutput(logits=policy.action_net(latent_pi), q_values=policy.q_net(latent_q))
 
-    def logits(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
+    def logits(self, policy: PolicyModules, latent: th.Tensor) -> th.Tensor:
         """``[N, A]`` policy logits only (the ``Q`` tower is not evaluated)."""
         return policy.action_net(policy.mlp_extractor.forward_actor(latent))
 
-    def statistics(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
+    def statistics(self, policy: PolicyModules, latent: th.Tensor) -> th.Tensor:
         return th.softmax(self.logits(policy, latent), dim=-1)
 
-    def actions(self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool) -> th.Tensor:
+    def actions(self, policy: PolicyModules, latent: th.Tensor, deterministic: bool) -> th.Tensor:
         return select_actions(self.logits(policy, latent), deterministic)
 
-    def behaviour(self, policy: ACERPolicy, stats: th.Tensor) -> th.Tensor:
+    def behaviour(self, policy: PolicyModules, stats: th.Tensor) -> th.Tensor:
         return sample_actions(stats)
 
     def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
+        self, policy: PolicyModules, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Values ``V(x) = sum_a pi(a|x) Q(x, a)``."""
         logits, q_values = self.outputs(policy, latent, critic_latent)
@@ -103,7 +103,7 @@ class CategoricalHead:
         return actions, values, log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
     def probability(
-        self, policy: ACERPolicy, stats: th.Tensor, actions: np.ndarray | None, logp: bool
+        self, policy: PolicyModules, stats: th.Tensor, actions: np.ndarray | None, logp: bool
     ) -> np.ndarray:
         """``[n, A]`` probabilities, or those of the ``actions`` ``[n, 1]`` (their logs with ``logp``)."""
         probs = stats.cpu().numpy()

@@ -28,14 +28,8 @@ from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
 from sb3_acer.common.observations import leading_shape, map_observations, shapes_of
-from sb3_acer.common.policies.base import (
-    ACERPolicy,
-    Layers,
-    build_mlp,
-    init_with_defaults,
-    layer_sizes,
-    parse_net_arch,
-)
+from sb3_acer.common.policies.base import ACERPolicy
+from sb3_acer.common.policies.layout import Layers, build_mlp, init_with_defaults, layer_sizes, parse_net_arch
 
 __all__ = [
     "CnnLnLstmPolicy",

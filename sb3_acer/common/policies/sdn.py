@@ -13,17 +13,14 @@ mean_i A(x, u_i)`` is formed in the update
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch as th
 from torch import nn
 
 from sb3_acer.common.distributions import DiagGaussian, Factorised
-from sb3_acer.common.policies.base import build_mlp
-
-if TYPE_CHECKING:
-    from sb3_acer.common.policies.base import ACERPolicy
+from sb3_acer.common.policies.layout import PolicyModules, build_mlp
 
 __all__ = ["DuelingHead", "SDNOutput"]
 
@@ -44,7 +41,7 @@ class SDNOutput(NamedTuple):
 
 
 class DuelingHead:
-    """The actor and the stochastic dueling critic (an :class:`~sb3_acer.common.policies.base.ActionHead`).
+    """The actor and the stochastic dueling critic (an :class:`~sb3_acer.common.policies.layout.ActionHead`).
 
     Args:
         fixed_std: the paper's fixed ``sigma`` of a ``Box`` policy; ``None`` learns a log-std.
@@ -55,7 +52,9 @@ class DuelingHead:
         self.fixed_std = fixed_std
         self.log_std_init = log_std_init
 
-    def build(self, policy: ACERPolicy, latent_dim: int, pi_layers: list[int], qf_layers: list[int]) -> None:
+    def build(
+        self, policy: PolicyModules, latent_dim: int, pi_layers: list[int], qf_layers: list[int]
+    ) -> None:
         """The ``qf`` tower feeds ``V`` and, with the action appended to its input, ``A`` (64 units when
         ``qf`` is empty)."""
         dist, activation_fn = policy.dist, policy.activation_fn
@@ -77,27 +76,27 @@ class DuelingHead:
         else:
             policy.register_buffer("log_std", log_std)
 
-    def init_gains(self, policy: ACERPolicy, trunk: list[nn.Module]) -> dict[nn.Module, float]:
+    def init_gains(self, policy: PolicyModules, trunk: list[nn.Module]) -> dict[nn.Module, float]:
         towers = (policy.shared_net, policy.pi_net, policy.value_tower, policy.advantage_tower)
         gains: dict[nn.Module, float] = {policy.features_extractor: np.sqrt(2)}
         gains.update({module: np.sqrt(2) for module in towers})
         gains.update({policy.action_net: 0.01, policy.value_net: 1.0, policy.advantage_net: 1.0})
         return {**gains, **{module: np.sqrt(2) for module in trunk}}
 
-    def critic_modules(self, policy: ACERPolicy) -> list[nn.Module]:
+    def critic_modules(self, policy: PolicyModules) -> list[nn.Module]:
         return [policy.value_tower, policy.value_net, policy.advantage_tower, policy.advantage_net]
 
-    def statistics(self, policy: ACERPolicy, latent: th.Tensor) -> th.Tensor:
+    def statistics(self, policy: PolicyModules, latent: th.Tensor) -> th.Tensor:
         head = policy.action_net(policy.pi_net(latent))
         if isinstance(policy.dist, Factorised):
             return policy.dist.statistics(head)
         return th.cat([head, policy.log_std.expand_as(head)], -1)
 
-    def outputs(self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor) -> SDNOutput:
+    def outputs(self, policy: PolicyModules, latent: th.Tensor, critic_latent: th.Tensor) -> SDNOutput:
         values = policy.value_net(policy.value_tower(critic_latent)).squeeze(-1)
         return SDNOutput(stats=self.statistics(policy, latent), values=values, critic_latent=critic_latent)
 
-    def advantage(self, policy: ACERPolicy, critic_latent: th.Tensor, actions: th.Tensor) -> th.Tensor:
+    def advantage(self, policy: PolicyModules, critic_latent: th.Tensor, actions: th.Tensor) -> th.Tensor:
         """``A(x, a)`` for ``[N, L]`` latents and ``[N, ..., action_size]`` actions -> ``[N, ...]``."""
         extra = actions.shape[1:-1]
         latent = critic_latent.reshape(critic_latent.shape[0], *(1,) * len(extra), -1)
@@ -105,15 +104,15 @@ class DuelingHead:
         inputs = th.cat([latent, policy.dist.encode(actions).to(latent.dtype)], -1)
         return policy.advantage_net(policy.advantage_tower(inputs)).squeeze(-1)
 
-    def actions(self, policy: ACERPolicy, latent: th.Tensor, deterministic: bool) -> th.Tensor:
+    def actions(self, policy: PolicyModules, latent: th.Tensor, deterministic: bool) -> th.Tensor:
         stats = self.statistics(policy, latent)
         return policy.dist.mode(stats) if deterministic else policy.dist.sample(stats)
 
-    def behaviour(self, policy: ACERPolicy, stats: th.Tensor) -> th.Tensor:
+    def behaviour(self, policy: PolicyModules, stats: th.Tensor) -> th.Tensor:
         return policy.dist.sample(stats)
 
     def sb3_forward(
-        self, policy: ACERPolicy, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
+        self, policy: PolicyModules, latent: th.Tensor, critic_latent: th.Tensor, deterministic: bool
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Flat actions ``[N, action_size]``."""
         output = self.outputs(policy, latent, critic_latent)
@@ -123,7 +122,7 @@ class DuelingHead:
         return actions, output.values.unsqueeze(-1), log_prob
 
     def probability(
-        self, policy: ACERPolicy, stats: th.Tensor, actions: np.ndarray | None, logp: bool
+        self, policy: PolicyModules, stats: th.Tensor, actions: np.ndarray | None, logp: bool
     ) -> np.ndarray:
         """Without ``actions``: the flat statistics of ``pi(.|x)`` (``[n, S]``: the mean then the log-std for
         ``Box``, each factor's probabilities for the factorised spaces). With ``actions`` (in the action
