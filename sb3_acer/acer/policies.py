@@ -29,7 +29,7 @@ from sb3_acer.common.policies import (
     MultiInputPolicy,
     RecurrentACERPolicy,
 )
-from sb3_acer.common.policies.base import SDN_KEYWORDS
+from sb3_acer.common.policies.base import keywords_not_taken
 
 __all__ = [
     "POLICY_ALIASES",
@@ -72,11 +72,12 @@ SDN_POLICY_ALIASES: dict[str, type] = {f"SDN{name}": cls for name, cls in POLICY
 
 def policy_classes_for_kwargs(policy_class: type, action_space: spaces.Space | None) -> tuple[Any, ...]:
     """What ``policy_kwargs`` are checked against (their signatures): ``policy_class``, less the keywords
-    of the ``Box`` head (``log_std_init``, ``fixed_std``) when ``action_space`` is ``Discrete``."""
-    if not isinstance(action_space, spaces.Discrete):
+    the head of ``action_space`` does not take (``log_std_init`` and ``fixed_std`` for ``Discrete``)."""
+    not_taken = keywords_not_taken(action_space)
+    if not not_taken:
         return (policy_class,)
     signature = inspect.signature(policy_class.__init__)  # type: ignore[misc]
-    kept = [parameter for name, parameter in signature.parameters.items() if name not in SDN_KEYWORDS]
+    kept = [parameter for name, parameter in signature.parameters.items() if name not in not_taken]
 
     def __init__(*args: Any, **kwargs: Any) -> None:  # only its signature is read
         del args, kwargs

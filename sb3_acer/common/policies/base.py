@@ -43,10 +43,24 @@ from sb3_acer.common.policies.layout import (
 )
 from sb3_acer.common.policies.sdn import DuelingHead
 
-__all__ = ["SDN_KEYWORDS", "ACERPolicy", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "head_for"]
+__all__ = [
+    "SDN_KEYWORDS",
+    "ACERPolicy",
+    "CnnPolicy",
+    "MlpPolicy",
+    "MultiInputPolicy",
+    "head_for",
+    "keywords_not_taken",
+]
 
 #: The keywords only the heads of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions take.
 SDN_KEYWORDS = ("log_std_init", "fixed_std")
+
+
+def keywords_not_taken(action_space: spaces.Space | None) -> tuple[str, ...]:
+    """The policy keywords the head of ``action_space`` does not take (``None``: any space): the ``Box``
+    head's (:data:`SDN_KEYWORDS`) for ``Discrete`` actions."""
+    return SDN_KEYWORDS if isinstance(action_space, spaces.Discrete) else ()
 
 
 def head_for(dist: ActionDistribution, fixed_std: float | None, log_std_init: float) -> ActionHead:
