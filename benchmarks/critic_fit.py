@@ -91,7 +91,7 @@ def probe(
     episode_rewards: list[float] = []
     while len(values) < min_steps:
         with th.no_grad():
-            output = model.policy.logits_and_q_values(th.as_tensor(obs, device=model.device))
+            output = model.policy.evaluate(th.as_tensor(obs, device=model.device))
             probs = th.softmax(output.logits, dim=-1)
             episode_values.append(float((probs * output.q_values).sum()) * scale)
             action = int(th.multinomial(probs.cpu(), 1, generator=generator))

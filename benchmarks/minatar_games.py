@@ -2,7 +2,7 @@
 
 Every algorithm learns from the channel-first float view of MinAtar's boolean frames
 (:class:`sb3_acer.envs.minatar.MinAtarObservation`) with the MinAtar paper's network,
-:class:`sb3_acer.torch_layers.MinAtarCNN` (a 3x3 convolution with 16 channels, then 128 units), the heads
+:class:`sb3_acer.common.policies.MinAtarCNN` (a 3x3 convolution with 16 channels, then 128 units), the heads
 directly on its features (``net_arch=[]``), for the same number of env steps, with the games' defaults
 (``MinAtar/<Game>-v1``: minimal action set, sticky actions with probability 0.1, difficulty ramping).
 Runs go one after the other in one process with ``torch.set_num_threads(1)`` (``--jobs N``: N processes,
@@ -71,8 +71,8 @@ from benchmarks.common import (
     write_results,
 )
 from sb3_acer import ACER
+from sb3_acer.common.policies import MinAtarCNN
 from sb3_acer.envs.minatar import MINATAR_GAMES, make_minatar_env, minatar_id
-from sb3_acer.torch_layers import MinAtarCNN
 
 #: Every algorithm's network: the paper's CNN, the policy/value/Q heads directly on its 128 features.
 NETWORK: dict[str, Any] = dict(features_extractor_class=MinAtarCNN, net_arch=[])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sb3_acer.acer.acer import ACER, UnsupportedSpaceError
-    from sb3_acer.policies import (
+    from sb3_acer.acer.policies import (
         CnnLnLstmPolicy,
         CnnLstmPolicy,
         CnnPolicy,
@@ -29,15 +29,15 @@ __version__ = "0.1.0"
 _MODULE_OF = {
     "ACER": "sb3_acer.acer.acer",
     "UnsupportedSpaceError": "sb3_acer.acer.acer",
-    "CnnLnLstmPolicy": "sb3_acer.policies",
-    "CnnLstmPolicy": "sb3_acer.policies",
-    "CnnPolicy": "sb3_acer.policies",
-    "MlpLnLstmPolicy": "sb3_acer.policies",
-    "MlpLstmPolicy": "sb3_acer.policies",
-    "MlpPolicy": "sb3_acer.policies",
-    "MultiInputLstmPolicy": "sb3_acer.policies",
-    "MultiInputPolicy": "sb3_acer.policies",
-    "RecurrentACERPolicy": "sb3_acer.policies",
+    "CnnLnLstmPolicy": "sb3_acer.acer.policies",
+    "CnnLstmPolicy": "sb3_acer.acer.policies",
+    "CnnPolicy": "sb3_acer.acer.policies",
+    "MlpLnLstmPolicy": "sb3_acer.acer.policies",
+    "MlpLstmPolicy": "sb3_acer.acer.policies",
+    "MlpPolicy": "sb3_acer.acer.policies",
+    "MultiInputLstmPolicy": "sb3_acer.acer.policies",
+    "MultiInputPolicy": "sb3_acer.acer.policies",
+    "RecurrentACERPolicy": "sb3_acer.acer.policies",
 }
 
 __all__ = [

@@ -41,8 +41,8 @@ from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
 from sb3_acer.acer.acer import ACER
+from sb3_acer.common.policies import RecurrentACERPolicy
 from sb3_acer.common.save_util.model_file import write_atomically
-from sb3_acer.policies import LSTMMemory
 
 __all__ = ["DEFAULT_OPSET", "OUTPUT_NAME", "check_opset", "export_onnx", "input_names", "output_name"]
 
@@ -165,7 +165,7 @@ def export_onnx(model: ACER, path: str | os.PathLike[str], opset: int | None = N
     if not isinstance(model, ACER):
         raise TypeError(f"export_onnx needs an ACER model, got {type(model).__name__}")
     policy = model.policy
-    if isinstance(policy, LSTMMemory):
+    if isinstance(policy, RecurrentACERPolicy):
         raise ValueError(
             f"{type(policy).__name__} is recurrent: its LSTM state lives outside the network, and ONNX "
             "export supports only the feed-forward policies (MlpPolicy, CnnPolicy, MultiInputPolicy)"

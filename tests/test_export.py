@@ -357,7 +357,7 @@ def test_forward_returns_sb3_actions_values_and_log_probs(model: ACER, observati
     obs = th.as_tensor(observations)
     with th.no_grad():
         actions, values, log_prob = policy(obs, deterministic=True)
-        logits, q_values = policy.logits_and_q_values(obs)
+        logits, q_values = policy.evaluate(obs)
     assert actions.shape == (len(obs),) and values.shape == (len(obs), 1) and log_prob.shape == (len(obs),)
     np.testing.assert_array_equal(actions.numpy(), model.predict(observations, deterministic=True)[0])
     probs = th.softmax(logits, dim=-1)
@@ -370,10 +370,10 @@ def test_forward_returns_sb3_actions_values_and_log_probs(model: ACER, observati
     th.testing.assert_close(sampled_log_prob, probs.gather(-1, sampled[:, None])[:, 0].log())
 
 
-def test_logits_and_q_values_is_what_predict_reads(model: ACER, observations: np.ndarray) -> None:
+def test_evaluate_is_what_predict_reads(model: ACER, observations: np.ndarray) -> None:
     with th.no_grad():
-        logits, _ = model.policy.logits_and_q_values(th.as_tensor(observations))
-        th.testing.assert_close(logits, model.policy.policy_logits(th.as_tensor(observations)))
+        logits, _ = model.policy.evaluate(th.as_tensor(observations))
+        th.testing.assert_close(th.softmax(logits, -1), model.policy.statistics(th.as_tensor(observations)))
 
 
 @pytest.mark.filterwarnings("ignore:.*torch.jit.*:DeprecationWarning")  # deprecated in torch 2.13, works

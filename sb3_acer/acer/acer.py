@@ -26,8 +26,6 @@ from sb3_acer.acer.policies import (
     POLICY_ALIASES,
     POLICY_BASES,
     SDN_POLICY_ALIASES,
-    action_probability,
-    policy_class_for,
     policy_classes_for_kwargs,
     replay_action_settings,
 )
@@ -53,6 +51,14 @@ from sb3_acer.common.optim import (
     set_learning_rate,
     zero_gradients,
 )
+from sb3_acer.common.policies import (
+    ACERPolicy,
+    CnnLnLstmPolicy,
+    CnnLstmPolicy,
+    CnnPolicy,
+    LSTMState,
+    RecurrentACERPolicy,
+)
 from sb3_acer.common.save_util.model_io import PathOrFile, SavedModel, global_state_restored_on_error
 from sb3_acer.common.save_util.replay_file import check_buffer_matches
 from sb3_acer.common.save_util.rng_state import generator_state
@@ -61,15 +67,6 @@ from sb3_acer.common.segment_algorithm import SegmentAlgorithm
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
 from sb3_acer.envs import frame_stack_size
-from sb3_acer.policies import (
-    ACERPolicy,
-    CnnLnLstmPolicy,
-    CnnLstmPolicy,
-    CnnPolicy,
-    LSTMMemory,
-    LSTMState,
-    RecurrentACERPolicy,
-)
 
 __all__ = ["ACER", "UnsupportedSpaceError"]
 
@@ -292,10 +289,8 @@ class ACER(SegmentAlgorithm):
         if self.policy_class in (CnnPolicy, CnnLstmPolicy, CnnLnLstmPolicy):
             # Its signature and policy_kwargs say what it builds (a subclass may build something else).
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
-        # Box, MultiDiscrete and MultiBinary actions take the stochastic-dueling policies.
-        policy_class = policy_class_for(self.policy_class, self.action_space)
         try:
-            self.policy = policy_class(self.observation_space, self.action_space, **network_kwargs)
+            self.policy = self.policy_class(self.observation_space, self.action_space, **network_kwargs)  # type: ignore[assignment]
         except (AssertionError, RuntimeError):
             # SB3's NatureCNN asserts, or the convolution fails over kernel sizes: say what it needs.
             check_policy_takes(self.policy_class, self.policy_kwargs, self.observation_space)
@@ -340,7 +335,7 @@ class ACER(SegmentAlgorithm):
             n_envs=self.n_envs,
             **replay_action_settings(self.policy, self.action_space),
             seed=self.seed,
-            state_size=self.policy.n_lstm if isinstance(self.policy, LSTMMemory) else 0,
+            state_size=self.policy.n_lstm if isinstance(self.policy, RecurrentACERPolicy) else 0,
         )
 
     def set_random_seed(self, seed: int | None = None) -> None:
@@ -476,7 +471,7 @@ class ACER(SegmentAlgorithm):
         """
         check_observation(observation, self.observation_space)
         self.policy.set_training_mode(False)  # as predict does: dropout and the like off
-        return action_probability(self.policy, observation, actions, logp, state, mask)
+        return self.policy.action_probability(observation, actions, logp, state, mask)
 
     # ------------------------------------------------------------------ environment
 

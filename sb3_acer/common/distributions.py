@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -100,6 +101,11 @@ class ActionDistribution(ABC):
         shape = tuple(self.space.shape or ())
         return actions.reshape(len(actions), *shape).astype(self.space.dtype, copy=False)
 
+    def stored_action_layout(self) -> dict[str, Any]:
+        """How a segment and the replay memory store the actions: the flat ``action_size`` and the
+        ``action_dtype`` (nothing for ``Discrete``, whose int64 actions have no axis)."""
+        return dict(action_size=self.action_size, action_dtype=self.action_dtype)
+
 
 class Categorical(ActionDistribution):
     """One categorical over ``Discrete(n)``; statistics the ``n`` probabilities (``S = n``). The actions
@@ -115,6 +121,9 @@ class Categorical(ActionDistribution):
         self.action_size = 1
         self.action_dtype = np.dtype(np.int64)
         self.action_dim = 1
+
+    def stored_action_layout(self) -> dict[str, Any]:
+        return {}
 
     def sample(self, stats: th.Tensor) -> th.Tensor:
         return th.multinomial(stats.reshape(-1, self.stats_size), 1).reshape(stats.shape[:-1])

@@ -18,7 +18,6 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from torch.optim import optimizer as torch_optimizer
 
 from sb3_acer.common.checks.settings import check_finite
-from sb3_acer.policies import q_only_parameters
 
 __all__ = [
     "ELEMENTWISE_OPTIMIZERS",
@@ -158,11 +157,11 @@ ELEMENTWISE_OPTIMIZERS = (
 
 def parameter_groups(policy: torch.nn.Module, split_q: bool) -> list[list[torch.nn.Parameter]]:
     """The policy's parameters as :func:`make_optimizer` groups them: all in one group, or with ``split_q``
-    the policy's and shared parameters, then the critic's own (:func:`~sb3_acer.policies.q_only_parameters`).
+    the policy's and shared parameters, then the critic's own (``ACERPolicy.critic_parameters``).
     """
     if not split_q:
         return [list(policy.parameters())]
-    q_ids = {id(p) for p in q_only_parameters(policy)}  # type: ignore[arg-type]
+    q_ids = {id(p) for p in policy.critic_parameters()}  # type: ignore[operator]
     return [
         [p for p in policy.parameters() if id(p) not in q_ids],
         [p for p in policy.parameters() if id(p) in q_ids],

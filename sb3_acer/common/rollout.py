@@ -24,19 +24,15 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.common.observations import ObservationArrays, observation_layout, pack_observations
+from sb3_acer.common.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.policies import ACERPolicy, LSTMMemory, LSTMState, RecurrentACERPolicy
-from sb3_acer.policies.sdn import SDNPolicy
-from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
 
 __all__ = [
     "RolloutResult",
     "SegmentRecorder",
     "StepRecord",
     "act",
-    "behaviour_probs",
     "collect_segment",
-    "sample_actions",
 ]
 
 
@@ -64,18 +60,6 @@ class RolloutResult(NamedTuple):
     last_obs: ObservationArrays
     last_episode_starts: np.ndarray
     last_lstm_state: LSTMState | None = None
-
-
-def sample_actions(probs: th.Tensor) -> th.Tensor:
-    """One action per row of ``probs`` (``[B, A]``), drawn by inverting the cumulative distribution with a
-    uniform number from torch's global generator (half the cost of ``torch.multinomial`` on small batches).
-
-    An action of zero probability is never drawn; a ``u`` past the rounded total lands on the last action
-    with positive probability.
-    """
-    cdf = probs.cumsum(-1)
-    u = th.rand((probs.shape[0], 1), dtype=cdf.dtype, device=cdf.device) * cdf[:, -1:]
-    return th.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
 
 
 class SegmentRecorder:
@@ -175,52 +159,19 @@ class SegmentRecorder:
         )
 
 
-def behaviour_probs(
-    policy: ACERPolicy | RecurrentACERPolicy,
-    obs: ObservationArrays,
-    starts: np.ndarray,
-    lstm_state: LSTMState | None,
-) -> tuple[th.Tensor, LSTMState | None]:
-    """``mu(.|x) = pi(.|x)`` of the current observations (``[E, A]``, no gradient), and for a recurrent
-    policy the state after this step (reset where ``starts``)."""
-    with th.no_grad():
-        if isinstance(policy, RecurrentACERPolicy):
-            assert lstm_state is not None
-            return policy.action_probs(
-                obs_as_tensor(obs, policy.device),
-                lstm_state,
-                th.as_tensor(starts, dtype=th.bool, device=policy.device),
-            )
-        return policy.action_probs(obs_as_tensor(obs, policy.device)), None
-
-
 def act(
-    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy,
-    obs: ObservationArrays,
-    starts: np.ndarray,
-    lstm_state: LSTMState | None,
+    policy: ACERPolicy, obs: ObservationArrays, starts: np.ndarray, lstm_state: LSTMState | None
 ) -> tuple[th.Tensor, th.Tensor, LSTMState | None]:
-    """The action drawn from ``pi(.|x)`` for each env, the behaviour probabilities (statistics for an
-    :class:`~sb3_acer.policies.sdn.SDNPolicy`) and the recurrent state after this step."""
-    if isinstance(policy, SDNPolicy):
-        with th.no_grad():
-            obs_tensor = obs_as_tensor(obs, policy.device)
-            if isinstance(policy, RecurrentSDNPolicy):
-                assert lstm_state is not None
-                flags = th.as_tensor(starts, dtype=th.bool, device=policy.device)
-                stats, lstm_state = policy.step_statistics(obs_tensor, lstm_state, flags)
-            else:
-                stats = policy.statistics(obs_tensor)
-            return policy.dist.sample(stats), stats, lstm_state
-    probs, lstm_state = behaviour_probs(policy, obs, starts, lstm_state)
-    with th.no_grad():
-        return sample_actions(probs), probs, lstm_state
+    """The action drawn from ``pi(.|x)`` for each env, the behaviour statistics ``mu`` (the probabilities
+    for ``Discrete`` actions) and the recurrent state after this step (reset where ``starts``)."""
+    flags = th.as_tensor(starts, dtype=th.bool, device=policy.device)
+    return policy.behaviour(obs_as_tensor(obs, policy.device), lstm_state, flags)
 
 
 def collect_segment(
     *,
     env: VecEnv,
-    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy,
+    policy: ACERPolicy,
     n_steps: int,
     last_obs: ObservationArrays,
     last_episode_starts: np.ndarray,
@@ -232,8 +183,8 @@ def collect_segment(
 
     Args:
         env: the vectorised environment.
-        policy: acts by sampling from ``pi(.|x)``; its probabilities (an ``SDNPolicy``: the statistics of
-            its distribution) are stored as ``mu``; an ``SDNPolicy``'s env gets its actions through
+        policy: acts by sampling from ``pi(.|x)``; the statistics of its distribution (the probabilities
+            for ``Discrete`` actions) are stored as ``mu``; the env gets its actions through
             ``policy.dist.to_env`` (``Box`` actions clipped to the bounds, the unclipped ones stored).
         n_steps: segment length ``T``.
         last_obs: current observation of each env (a dict of arrays for Dict observations).
@@ -253,32 +204,21 @@ def collect_segment(
         if isinstance(last_obs, dict)
         else (last_obs.shape[1:], last_obs.dtype)
     )
-    if isinstance(policy, SDNPolicy):
-        recorder = SegmentRecorder(
-            n_steps,
-            n_envs,
-            policy.dist.stats_size,
-            obs_shape,
-            obs_dtype,
-            action_size=policy.dist.action_size,
-            action_dtype=policy.dist.action_dtype,
-        )
-    else:
-        recorder = SegmentRecorder(n_steps, n_envs, policy.n_actions, obs_shape, obs_dtype)
+    dist = policy.dist
+    recorder = SegmentRecorder(
+        n_steps, n_envs, dist.stats_size, obs_shape, obs_dtype, **dist.stored_action_layout()
+    )
     policy.set_training_mode(False)
     obs, starts = last_obs, last_episode_starts
     lstm_state: LSTMState | None = None
     initial_state: tuple[np.ndarray, np.ndarray] | None = None
-    if isinstance(policy, LSTMMemory):
+    if isinstance(policy, RecurrentACERPolicy):
         lstm_state = last_lstm_state if last_lstm_state is not None else policy.initial_state(n_envs)
         initial_state = (lstm_state[0][0].cpu().numpy().copy(), lstm_state[1][0].cpu().numpy().copy())
     for t in range(n_steps):
         action, probs, lstm_state = act(policy, obs, starts, lstm_state)
         recorder.record_action(t, obs, starts, action, probs)
-        env_actions = (
-            policy.dist.to_env(recorder.actions[t]) if isinstance(policy, SDNPolicy) else recorder.actions[t]
-        )
-        step_obs, step_rewards, dones, infos = env.step(env_actions)
+        step_obs, step_rewards, dones, infos = env.step(dist.to_env(recorder.actions[t]))
         new_obs = step_obs if isinstance(step_obs, dict) else np.asarray(step_obs)
         recorder.record_outcome(t, step_rewards, dones, infos, handle_timeout_termination)
         if not on_step(StepRecord(new_obs, recorder.actions[t], step_rewards, dones, infos)):

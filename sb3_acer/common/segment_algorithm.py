@@ -26,9 +26,9 @@ from sb3_acer.common.buffers import ReplayBuffer
 from sb3_acer.common.callbacks import make_callback
 from sb3_acer.common.checks.observations import check_env_step
 from sb3_acer.common.checks.settings import check_learn_arguments
+from sb3_acer.common.policies import ACERPolicy, LSTMState
 from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 
 __all__ = ["SegmentAlgorithm", "SegmentCollector"]
 
@@ -61,7 +61,7 @@ class SegmentAlgorithm(DataFileAlgorithm):
     loop through :meth:`setup_learn` and :meth:`learn_from_segment`.
     """
 
-    policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy
+    policy: ACERPolicy
     n_steps: int
     handle_timeout_termination: bool
     replay_buffer: ReplayBuffer | None

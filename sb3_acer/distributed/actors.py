@@ -24,9 +24,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_acer.common.checks.observations import check_env_step
 from sb3_acer.common.observations import ObservationArrays
+from sb3_acer.common.policies import ACERPolicy, LSTMState
 from sb3_acer.common.rollout import StepRecord, collect_segment
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 
 __all__ = ["ActorEnvError", "RolloutActor", "SegmentMessage", "Weights", "actor_seed"]
 
@@ -89,7 +89,7 @@ class RolloutActor:
         env_name: str,
         n_envs: int,
         seed: int | None,
-        policy: ACERPolicy | RecurrentACERPolicy,
+        policy: ACERPolicy,
         n_steps: int,
         handle_timeout_termination: bool,
         torch_threads: int = 1,

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from sb3_acer.common.policies import ACERPolicy
 from sb3_acer.distributed.actors import ActorEnvError, RolloutActor, SegmentMessage, Weights, actor_seed
 from sb3_acer.distributed.ray_support import require_ray
-from sb3_acer.policies import ACERPolicy, RecurrentACERPolicy, SDNPolicy
 
 if TYPE_CHECKING:
     from sb3_acer.common.segment_algorithm import SegmentAlgorithm
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ActorPool", "weights_of", "writable"]
 
 
-def weights_of(policy: ACERPolicy | RecurrentACERPolicy | SDNPolicy, version: int) -> Weights:
+def weights_of(policy: ACERPolicy, version: int) -> Weights:
     """The policy's weights as NumPy arrays on the CPU, with their version."""
     return version, {name: tensor.detach().cpu().numpy() for name, tensor in policy.state_dict().items()}
 

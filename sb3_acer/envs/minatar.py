@@ -13,7 +13,7 @@ Each observation is a boolean ``[10, 10, C]`` array, one channel per kind of obj
 4, SpaceInvaders 6, Freeway 7, Seaquest 10). :class:`MinAtarObservation` gives the channel-first float32
 view ``[C, 10, 10]`` of 0.0 and 1.0 that a convolution takes: SB3 treats only ``uint8`` spaces with bounds
 0 and 255 as images, so this view is neither divided by 255 nor transposed by SB3 or ACER, and
-:class:`~sb3_acer.torch_layers.MinAtarCNN` reads its first axis as the channels. :func:`make_minatar_env`
+:class:`~sb3_acer.common.policies.MinAtarCNN` reads its first axis as the channels. :func:`make_minatar_env`
 registers the ids, makes the game and puts that view on it.
 """
 

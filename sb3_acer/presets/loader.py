@@ -510,6 +510,13 @@ def resolve_policy_kwargs(policy_kwargs: Any) -> Any:
     return resolved
 
 
+#: The names of sb3-acer's ``MinAtarCNN``: short, at its module, and at its module of sb3-acer 0.1.
+MINATAR_CNN_NAMES = (
+    "MinAtarCNN",
+    "sb3_acer.common.policies.torch_layers.MinAtarCNN",
+    "sb3_acer.torch_layers.MinAtarCNN",
+)
+
 #: The ``policy_kwargs`` keys that take a class, which a preset or a command line gives by name.
 CLASS_KEYS = ("activation_fn", "optimizer_class", "features_extractor_class")
 
@@ -518,8 +525,8 @@ def _class(key: str, name: str) -> type:
     """The class ``name`` gives for ``key``: an activation of ``torch.nn``, an optimizer of ``torch.optim``
     (or SB3's ``RMSpropTFLike``), or an SB3 features extractor (or sb3-acer's ``MinAtarCNN``), by its short
     name, with a module prefix (``nn.``, ``th.nn.``, ``torch.nn.``) or by its full path."""
-    if key == "features_extractor_class" and name in ("MinAtarCNN", "sb3_acer.torch_layers.MinAtarCNN"):
-        from sb3_acer.torch_layers import MinAtarCNN
+    if key == "features_extractor_class" and name in MINATAR_CNN_NAMES:
+        from sb3_acer.common.policies.torch_layers import MinAtarCNN
 
         return MinAtarCNN
     if key == "optimizer_class" and name in (*OPTIMIZERS, *OPTIMIZERS.values()):

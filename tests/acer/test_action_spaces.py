@@ -21,8 +21,11 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 from sb3_acer import ACER, UnsupportedSpaceError
+from sb3_acer.common.policies import ACERPolicy as SDNPolicy
+from sb3_acer.common.policies import CategoricalHead, MlpPolicy
 from sb3_acer.common.rollout import collect_segment
-from sb3_acer.policies.sdn import SDNMlpPolicy, SDNPolicy
+
+SDNMlpPolicy = ACER.taken_policy_aliases["SDNMlpPolicy"]
 
 IDENTITY = {
     "box": lambda: IdentityEnvBox(eps=0.5),
@@ -82,9 +85,10 @@ def test_dict_and_tuple_action_spaces_are_refused_by_name(action_space: spaces.S
     assert str(action_space) in str(info.value)
 
 
-def test_sdn_policies_refuse_discrete_actions() -> None:
-    with pytest.raises(UnsupportedSpaceError, match=r"SDNMlpPolicy takes Box, MultiDiscrete or MultiBinary"):
-        ACER(SDNMlpPolicy, _SpaceEnv(spaces.Discrete(3)))
+def test_the_sdn_names_of_0_1_are_the_policies_that_take_every_action_space() -> None:
+    assert SDNMlpPolicy is MlpPolicy
+    model = ACER("SDNMlpPolicy", _SpaceEnv(spaces.Discrete(3)))
+    assert type(model.policy) is MlpPolicy and isinstance(model.policy.head, CategoricalHead)
 
 
 def test_box_acts_unbounded_env_gets_clipped_actions_replay_stores_unclipped(small_settings) -> None:
@@ -183,7 +187,7 @@ def test_save_load_round_trip_predicts_the_same(name, small_settings, tmp_path) 
 def test_cnn_policy_on_images_with_box_actions(small_settings) -> None:
     from stable_baselines3.common.envs import FakeImageEnv
 
-    from sb3_acer.policies.sdn import SDNCnnPolicy
+    SDNCnnPolicy = ACER.taken_policy_aliases["SDNCnnPolicy"]
 
     model = ACER("CnnPolicy", FakeImageEnv(action_dim=2, discrete=False), **small_settings)
     assert type(model.policy) is SDNCnnPolicy
@@ -240,7 +244,7 @@ class DictObservationBoxActions(gym.Env):
 
 
 def test_dict_observations_with_box_actions_train_save_and_load(tmp_path: Any) -> None:
-    from sb3_acer.policies import SDNMultiInputPolicy
+    SDNMultiInputPolicy = ACER.taken_policy_aliases["SDNMultiInputPolicy"]
 
     model = ACER("MultiInputPolicy", DictObservationBoxActions(), n_steps=5, replay_start=10, seed=0)
     assert type(model.policy) is SDNMultiInputPolicy

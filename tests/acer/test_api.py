@@ -17,6 +17,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, Flatten
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from sb3_acer import ACER, CnnPolicy, MlpPolicy, UnsupportedSpaceError
+from sb3_acer.common.policies import DuelingHead
 from tests.helpers.acer_envs import ObservationSpaceEnv
 
 # ---------------------------------------------------------------------------------------------- construction
@@ -90,7 +91,7 @@ def test_non_discrete_action_spaces_take_the_stochastic_dueling_policy(
         return
     model = ACER("MlpPolicy", _ActionSpaceEnv(action_space))
     assert model.policy_class is MlpPolicy  # the saved name; the network is built for the space
-    assert type(model.policy).__name__ == "SDNMlpPolicy"
+    assert type(model.policy) is MlpPolicy and isinstance(model.policy.head, DuelingHead)  # the dueling head
     assert type(model.action_space).__name__ == name
 
 
@@ -391,3 +392,72 @@ def test_policy_save_and_load_keep_the_features_extractor(policy: str, tmp_path:
     saved, restored = model.policy.state_dict(), loaded.state_dict()
     assert saved.keys() == restored.keys()
     assert all(th.equal(saved[key], restored[key]) for key in saved)
+
+
+# ------------------------------------------------------------------ share_features_extractor (SB3's option)
+
+
+def test_a_separate_critic_extractor_trains_and_round_trips(
+    small_settings: Mapping[str, Any], tmp_path: pathlib.Path
+) -> None:
+    model = ACER(
+        "MlpPolicy", "CartPole-v1", policy_kwargs=dict(share_features_extractor=False), **small_settings
+    )
+    policy = model.policy
+    assert not policy.share_features_extractor
+    assert policy.critic_features_extractor is not policy.features_extractor
+    critic_ids = {id(p) for p in policy.critic_parameters()}
+    assert all(id(p) in critic_ids for p in policy.critic_features_extractor.parameters())
+    assert not any(id(p) in critic_ids for p in policy.features_extractor.parameters())
+    model.learn(200)
+    model.save(tmp_path / "model.zip")
+    loaded = ACER.load(tmp_path / "model.zip")
+    assert not loaded.policy.share_features_extractor
+    mine, theirs = policy.state_dict(), loaded.policy.state_dict()
+    assert list(mine) == list(theirs) and all(th.equal(mine[key], theirs[key]) for key in mine)
+    obs = np.zeros((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(loaded.action_probability(obs), model.action_probability(obs))
+
+
+def test_a_separate_critic_extractor_feeds_only_the_critic() -> None:
+    """The dueling critic's latent is the critic extractor's features; the actor's statistics ignore it."""
+    th.manual_seed(0)
+    box = spaces.Box(-1, 1, (3,), np.float32)
+    policy = MlpPolicy(box, spaces.Box(-1, 1, (2,), np.float32), share_features_extractor=False)
+    obs = th.randn(5, 3)
+    with th.no_grad():
+        output = policy.evaluate(obs)
+        th.testing.assert_close(output.critic_latent, policy.critic_features_extractor(obs), rtol=0, atol=0)
+        stats = policy.statistics(obs)
+        for parameter in policy.critic_parameters():
+            parameter.add_(1.0)
+        th.testing.assert_close(policy.statistics(obs), stats, rtol=0, atol=0)
+        assert not th.equal(policy.evaluate(obs).values, output.values)
+    image = spaces.Box(0, 255, (1, 36, 36), np.uint8)
+    cnn = CnnPolicy(image, spaces.Discrete(2), share_features_extractor=False)
+    critic_keys = [key for key in cnn.state_dict() if key.startswith("critic_features_extractor.cnn.")]
+    assert len(critic_keys) == 6  # NatureCNN's three convolutions, saved beside the actor's
+    critic_ids = {id(p) for p in cnn.critic_parameters()}
+    assert all(id(p) in critic_ids for p in cnn.critic_features_extractor.parameters())
+    assert not any(id(p) in critic_ids for p in cnn.features_extractor.parameters())
+
+
+def test_the_shared_extractor_is_the_default_and_adds_nothing_to_the_state_dict() -> None:
+    policy = MlpPolicy(spaces.Box(-1, 1, (3,), np.float32), spaces.Discrete(2))
+    assert policy.share_features_extractor and not hasattr(policy, "critic_features_extractor")
+    assert not any(key.startswith("critic_") for key in policy.state_dict())
+    assert "share_features_extractor" not in policy._get_constructor_parameters()
+
+
+def test_a_separate_critic_extractor_is_refused_with_shared_layers_and_by_recurrent_policies() -> None:
+    with pytest.raises(
+        ValueError, match=r"share_features_extractor=False gives the critic its own .* got \[64\]"
+    ):
+        MlpPolicy(
+            spaces.Box(-1, 1, (3,), np.float32),
+            spaces.Discrete(2),
+            net_arch=[64],
+            share_features_extractor=False,
+        )
+    with pytest.raises(ValueError, match=r"Unknown keywords for policy: \['share_features_extractor'\]"):
+        ACER("MlpLstmPolicy", "CartPole-v1", policy_kwargs=dict(share_features_extractor=False))

@@ -26,10 +26,10 @@ from sb3_acer import ACER, MultiInputLstmPolicy, MultiInputPolicy, UnsupportedSp
 from sb3_acer.common.buffers import FrameStackReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.common.checks.observations import check_env_step
 from sb3_acer.common.observations import observation_layout, pack_observations, unpack_observations
+from sb3_acer.common.policies import ACERPolicy
 from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.envs import frame_stack_size
-from sb3_acer.policies import ACERPolicy
 
 #: Small networks: the CNN of an image key gives 8 features, one hidden layer of 16 units.
 SMALL_NET = dict(net_arch=[16], features_extractor_kwargs=dict(cnn_output_dim=8))

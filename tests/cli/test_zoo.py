@@ -401,7 +401,10 @@ def test_the_zoos_own_files_are_read_as_data(tmp_path: pathlib.Path) -> None:
     # What the zoo writes: an OrderedDict of the presets, with classes as !!python/name: and tuples.
     for env_id, expected in [
         ("HalfCheetah-v5", {"activation_fn": "torch.nn.modules.activation.ReLU"}),
-        ("MinAtar/Breakout-v1", {"features_extractor_class": "sb3_acer.torch_layers.MinAtarCNN"}),
+        (
+            "MinAtar/Breakout-v1",
+            {"features_extractor_class": "sb3_acer.common.policies.torch_layers.MinAtarCNN"},
+        ),
     ]:
         settings = {**zoo_hyperparameters()[env_id], "env_kwargs": {"shape": (84, 84)}}
         (tmp_path / "config.yml").write_text(yaml.dump(OrderedDict(sorted(settings.items()))))
@@ -417,7 +420,9 @@ def test_the_zoos_own_files_are_read_as_data(tmp_path: pathlib.Path) -> None:
             k: v for k, v in settings.items() if k != "policy_kwargs"
         }
     # Without torch among the packages, the class's module is refused (nothing is imported either way).
-    with pytest.raises(LogFolderError, match=r"refusing !!python/name:sb3_acer\.torch_layers\.MinAtarCNN"):
+    with pytest.raises(
+        LogFolderError, match=r"refusing !!python/name:sb3_acer\.common\.policies\.torch_layers\.MinAtarCNN"
+    ):
         read_log_yaml(tmp_path / "config.yml", packages=frozenset({"torch"}))
 
 

@@ -11,7 +11,8 @@ import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_acer import ACER
-from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment, sample_actions
+from sb3_acer.common.policies.categorical import sample_actions
+from sb3_acer.common.rollout import RolloutResult, StepRecord, collect_segment
 from tests.helpers.acer_envs import CounterEnv
 
 

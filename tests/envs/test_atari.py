@@ -29,6 +29,8 @@ from sb3_acer import ACER
 from sb3_acer.cli.run_atari import build_parser, main
 from sb3_acer.common.buffers import FrameStackReplayBuffer, make_replay_buffer
 from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.distributions import Categorical
+from sb3_acer.common.policies.categorical import sample_actions
 from sb3_acer.common.rollout import collect_segment
 from sb3_acer.common.save_util.replay_file import load_buffer, save_buffer
 from sb3_acer.common.type_aliases import Segment
@@ -59,12 +61,14 @@ class UniformPolicy:
 
     def __init__(self, n_actions: int) -> None:
         self.n_actions = n_actions
+        self.dist = Categorical(spaces.Discrete(n_actions))
 
     def set_training_mode(self, mode: bool) -> None:
         del mode
 
-    def action_probs(self, obs: th.Tensor) -> th.Tensor:
-        return th.full((obs.shape[0], self.n_actions), 1.0 / self.n_actions)
+    def behaviour(self, obs: th.Tensor, state: None, starts: th.Tensor) -> tuple[th.Tensor, th.Tensor, None]:
+        probs = th.full((obs.shape[0], self.n_actions), 1.0 / self.n_actions)
+        return sample_actions(probs), probs, None
 
 
 class NoiseFrameEnv(gym.Env):

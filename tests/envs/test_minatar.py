@@ -15,6 +15,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_acer import ACER
+from sb3_acer.common.policies import MinAtarCNN
 from sb3_acer.envs.minatar import (
     MINATAR_GAMES,
     MinAtarObservation,
@@ -23,7 +24,6 @@ from sb3_acer.envs.minatar import (
     minatar_id,
     register_minatar_envs,
 )
-from sb3_acer.torch_layers import MinAtarCNN
 
 pytest.importorskip("minatar")
 

@@ -21,11 +21,6 @@ from sb3_acer import ACER
 
 from .common import SMALL_CNN, deliberate
 
-#: ACER's policy has one features extractor, shared by its policy and Q heads (SB2's network).
-SEPARATE_EXTRACTORS = deliberate(
-    "ACER's policy and Q heads share one features extractor (SB2's network); the policy "
-    "takes no share_features_extractor argument"
-)
 #: ACER refuses what it cannot take with a ValueError that names it.
 VALUE_ERROR = deliberate(
     "ACER refuses a space or setting it cannot use with a ValueError "
@@ -34,14 +29,14 @@ VALUE_ERROR = deliberate(
 
 
 @pytest.mark.parametrize("model_class", [ACER])
-@pytest.mark.parametrize("share_features_extractor", [True, pytest.param(False, marks=SEPARATE_EXTRACTORS)])
+@pytest.mark.parametrize("share_features_extractor", [True, False])
 def test_cnn(tmp_path, model_class, share_features_extractor):
     SAVE_NAME = "cnn_model.zip"
     # Fake grayscale with frameskip
     # Atari after preprocessing: 84x84x1, here we are using lower resolution
     # to check that the network handle it automatically
     env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=1, discrete=True)
-    # ACER: its small image budget; a shared extractor is its only layout, built without being asked.
+    # ACER: its small image budget.
     kwargs = dict(SMALL_CNN)
     if not share_features_extractor:
         kwargs["policy_kwargs"] = dict(share_features_extractor=share_features_extractor)

@@ -100,7 +100,7 @@ def _check_policy_fits(
     policy: str, env_id: str, observation_space: spaces.Space, hyperparameters: dict[str, Any]
 ) -> None:
     """A Cnn policy needs image observations, unless ``policy_kwargs`` names another features extractor
-    than NatureCNN (e.g. :class:`~sb3_acer.torch_layers.MinAtarCNN` for MinAtar's float grids)."""
+    than NatureCNN (e.g. :class:`~sb3_acer.common.policies.MinAtarCNN` for MinAtar's float grids)."""
     policy_kwargs = hyperparameters.get("policy_kwargs")
     extractor = policy_kwargs.get("features_extractor_class") if isinstance(policy_kwargs, dict) else None
     if extractor not in (None, NatureCNN):

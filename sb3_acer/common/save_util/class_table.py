@@ -6,10 +6,11 @@ extractor or an optimizer) as the path ``"module:qualname"``. Loading resolves a
 is ever imported to look a name up, so a file cannot run code by naming a module. The table is built from
 objects already imported, and holds:
 
-- sb3-acer's policies, under the module that defines each today and under ``sb3_acer.policies`` (their
-  module in sb3-acer 0.1, and their public path), its features extractor ``MinAtarCNN`` and its optimizer
-  ``FastRMSpropTFLike`` (under ``sb3_acer.common.optim`` and under ``sb3_acer.optim``, its module in
-  sb3-acer 0.1);
+- sb3-acer's policies, under :mod:`sb3_acer.common.policies` (and the module that defines each) and under
+  every path of sb3-acer 0.1 (``sb3_acer.policies`` and its modules; the stochastic-dueling classes there,
+  ``SDNMlpPolicy`` and the like, are now the policies of the same name without ``SDN``), its features
+  extractor ``MinAtarCNN`` (also under ``sb3_acer.torch_layers``) and its optimizer ``FastRMSpropTFLike``
+  (under ``sb3_acer.common.optim`` and under ``sb3_acer.optim``, its module in sb3-acer 0.1);
 - Stable-Baselines3's features extractors (``FlattenExtractor``, ``NatureCNN``, ``CombinedExtractor``) and
   its ``RMSpropTFLike``; none of SB3's policies, which ACER does not take;
 - torch's activation functions (the modules of ``torch.nn.modules.activation``) and ``nn.Identity``;
@@ -33,10 +34,10 @@ from stable_baselines3.common.sb2_compat import rmsprop_tf_like
 from torch import nn
 from torch.nn.modules import activation
 
-from sb3_acer import policies as acer_policies
-from sb3_acer import torch_layers as acer_layers
 from sb3_acer.common import optim as acer_optim
+from sb3_acer.common import policies as acer_policies
 from sb3_acer.common.checks.settings import optimizer_problem
+from sb3_acer.common.policies import torch_layers as acer_layers
 
 __all__ = ["CLASS_TABLE", "class_path", "given_classes"]
 
@@ -49,19 +50,20 @@ _RECURRENT = (
     "CnnLnLstmPolicy",
     "MultiInputLstmPolicy",
 )
-_SDN = ("SDNPolicy", "SDNMlpPolicy", "SDNCnnPolicy", "SDNMultiInputPolicy")
-_SDN_RECURRENT = (
-    "RecurrentSDNPolicy",
-    "SDNMlpLstmPolicy",
-    "SDNMlpLnLstmPolicy",
-    "SDNCnnLstmPolicy",
-    "SDNCnnLnLstmPolicy",
-    "SDNMultiInputLstmPolicy",
-)
+
+#: sb3-acer 0.1's stochastic-dueling classes: each is the policy of the same name without ``SDN``.
+_SDN_NAMES: dict[str, str] = {f"SDN{name}": name for name in _FEED_FORWARD[1:] + _RECURRENT[1:]}
+_SDN_NAMES.update(SDNPolicy="ACERPolicy", RecurrentSDNPolicy="RecurrentACERPolicy")
+_SDN = tuple(name for name in _SDN_NAMES if "Lstm" not in name and not name.startswith("Recurrent"))
+_SDN_RECURRENT = tuple(name for name in _SDN_NAMES if name not in _SDN)
 
 #: sb3-acer's classes: ``(module path, public namespace, names)``. A model file may name each class as
 #: ``"<module path>:<name>"``; the class is the public namespace's attribute of that name.
 _ACER_PATHS: tuple[tuple[str, Any, tuple[str, ...]], ...] = (
+    ("sb3_acer.common.policies", acer_policies, _FEED_FORWARD + _RECURRENT),
+    ("sb3_acer.common.policies.base", acer_policies, _FEED_FORWARD),
+    ("sb3_acer.common.policies.lstm", acer_policies, _RECURRENT),
+    ("sb3_acer.common.policies.torch_layers", acer_layers, ("MinAtarCNN",)),
     ("sb3_acer.policies", acer_policies, _FEED_FORWARD + _RECURRENT + _SDN + _SDN_RECURRENT),
     ("sb3_acer.policies.feed_forward", acer_policies, _FEED_FORWARD),
     ("sb3_acer.policies.recurrent", acer_policies, _RECURRENT),
@@ -107,7 +109,9 @@ def _optimizers() -> dict[str, type]:
 
 def _table() -> dict[str, type]:
     table = {
-        f"{path}:{name}": getattr(namespace, name) for path, namespace, names in _ACER_PATHS for name in names
+        f"{path}:{name}": getattr(namespace, _SDN_NAMES.get(name, name))
+        for path, namespace, names in _ACER_PATHS
+        for name in names
     }
     return {**table, **_activations(), **_optimizers()}
 

@@ -1,5 +1,5 @@
 """The maths of ``Discrete`` actions in the one update (paper eqs. 4-12): exact expectations over the ``A``
-actions with the ``Q`` head of :class:`~sb3_acer.policies.ACERPolicy` and its recurrent sibling.
+actions with the ``Q`` head of :class:`~sb3_acer.common.policies.categorical.CategoricalHead`.
 
 :class:`CategoricalTerms` implements :class:`~sb3_acer.common.update.records.ACERTerms` with the functions
 of :mod:`sb3_acer.common.functional.categorical`; it never sees the environment, the buffer or the logger.
@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch as th
-from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update.records import NetworkOutputs, Rows, UpdateConfig
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy
 
 __all__ = ["CategoricalCritic", "CategoricalTerms"]
 
@@ -47,35 +44,10 @@ class CategoricalCritic(NamedTuple):
 class CategoricalTerms:
     """Eqs. 4-12: ``Q`` of every action, ``rho`` of every action, the policy term as an expectation."""
 
-    def evaluate(self, policy: ACERPolicy, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
-        return tuple(policy.logits_and_q_values(obs))
-
-    def evaluate_sequence(
-        self,
-        policy: RecurrentACERPolicy,
-        obs: PyTorchObs,
-        starts: th.Tensor,
-        state: LSTMState,
-        keep: np.ndarray | None,
-    ) -> tuple[tuple[th.Tensor, ...], LSTMState | None]:
-        output = policy.forward_sequence(obs, starts, state, keep_states_at=keep)
-        n_rows = output.logits.shape[0] * output.logits.shape[1]
-        raw = (output.logits.reshape(n_rows, -1), output.q_values.reshape(n_rows, -1))
-        return raw, output.kept_state
-
     def rows(self, raw: tuple[th.Tensor, ...]) -> Rows:
         logits, q_values = raw
         probs = th.softmax(logits, dim=-1)
         return Rows(stats=probs, values=(probs * q_values).sum(-1), extra=q_values)
-
-    def average_statistics(self, avg_policy: ACERPolicy, obs: PyTorchObs) -> th.Tensor:
-        return th.softmax(avg_policy.policy_logits(obs), dim=-1)
-
-    def average_sequence_statistics(
-        self, avg_policy: RecurrentACERPolicy, obs: PyTorchObs, starts: th.Tensor, state: LSTMState
-    ) -> th.Tensor:
-        logits = avg_policy.forward_sequence(obs, starts, state).logits
-        return th.softmax(logits.reshape(logits.shape[0] * logits.shape[1], -1), dim=-1)
 
     def critic(
         self, policy: Any, outputs: NetworkOutputs, segment: Segment, config: UpdateConfig

@@ -34,6 +34,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 from sb3_acer.common.distributions import ActionDistribution, Categorical
 from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.observations import first_rows, map_observations, unpack_observations
+from sb3_acer.common.policies import LSTMState
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update.categorical import CategoricalTerms
 from sb3_acer.common.update.records import (
@@ -47,7 +48,6 @@ from sb3_acer.common.update.records import (
     UpdateStats,
 )
 from sb3_acer.common.update.sdn import SDNDraws, SDNTerms
-from sb3_acer.policies import LSTMMemory, LSTMState
 
 __all__ = [
     "LossTerms",
@@ -138,15 +138,14 @@ def recurrent_rows(
     """
     inputs = sequence_inputs(segment, policy.device)
     keep = segment.final_index if inputs.final_obs is not None else None
-    raw, kept_state = terms.evaluate_sequence(policy, inputs.obs, inputs.starts, inputs.state, keep)
+    raw, _, kept_state = policy.evaluate_sequence(inputs.obs, inputs.starts, inputs.state, keep)
     if inputs.final_obs is not None:
         assert kept_state is not None
         no_start = th.zeros((1, len(segment.final_index)), dtype=th.bool, device=policy.device)
-        final, _ = terms.evaluate_sequence(policy, inputs.final_obs, no_start, kept_state, None)
+        final, _, _ = policy.evaluate_sequence(inputs.final_obs, no_start, kept_state)
         raw = tuple(th.cat([mine, theirs]) for mine, theirs in zip(raw, final, strict=True))
     with th.no_grad():
-        avg_stats = terms.average_sequence_statistics(
-            avg_policy,
+        avg_stats = avg_policy.sequence_statistics(
             first_rows(inputs.obs, segment.n_steps),
             inputs.starts[: segment.n_steps],
             inputs.state,
@@ -164,9 +163,9 @@ def feed_forward_rows(
     if len(segment.final_observations):
         obs = np.concatenate([obs, segment.final_observations], axis=0)
     obs_tensor = obs_as_tensor(unpack_observations(obs), policy.device)
-    rows = terms.rows(terms.evaluate(policy, obs_tensor))
+    rows = terms.rows(policy.evaluate(obs_tensor))
     with th.no_grad():
-        avg_stats = terms.average_statistics(avg_policy, first_rows(obs_tensor, n_steps * n_envs))
+        avg_stats = avg_policy.statistics(first_rows(obs_tensor, n_steps * n_envs))
     return rows, avg_stats
 
 
@@ -182,8 +181,8 @@ def network_outputs(
     """
     n_steps, n_envs = segment.n_steps, segment.n_envs
     n_samples, n_rows = n_steps * n_envs, (n_steps + 1) * n_envs
-    recurrent = isinstance(policy, LSTMMemory)
-    if recurrent != isinstance(avg_policy, LSTMMemory):
+    recurrent = policy.recurrent
+    if recurrent != avg_policy.recurrent:
         raise TypeError("the average network must be recurrent exactly when the policy is")
     forward = recurrent_rows if recurrent else feed_forward_rows
     rows, avg_stats = forward(terms or terms_for(policy.dist), policy, avg_policy, segment)
@@ -317,7 +316,7 @@ def compute_gradients(
     than the importance weights are ``nan`` (the logger skips them). ACER does this for replayed updates.
 
     Args:
-        policy: the current policy (any of :mod:`sb3_acer.policies`); its ``dist`` picks the family maths.
+        policy: the current policy (:mod:`sb3_acer.common.policies`); its ``dist`` picks the family maths.
         avg_policy: the average policy network, of the same class.
         segment: the segment (actions and behaviour statistics ``mu_probs`` in the distribution's layout).
         config: the update's hyperparameters.

@@ -11,13 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-import numpy as np
 import torch as th
-from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_acer.common.functional import categorical as F
+from sb3_acer.common.policies import ACERPolicy
 from sb3_acer.common.type_aliases import Segment
-from sb3_acer.policies import ACERPolicy, LSTMState, RecurrentACERPolicy, SDNPolicy
 
 __all__ = [
     "ACERTerms",
@@ -30,8 +28,8 @@ __all__ = [
     "UpdateStats",
 ]
 
-#: Every policy the update takes (``RecurrentSDNPolicy`` is an ``SDNPolicy``).
-AnyPolicy = ACERPolicy | RecurrentACERPolicy | SDNPolicy
+#: Every policy the update takes.
+AnyPolicy = ACERPolicy
 
 
 @dataclass(frozen=True)
@@ -140,30 +138,13 @@ CriticT = TypeVar("CriticT", bound=CriticTerms)
 class ACERTerms(Protocol[CriticT]):
     """The maths that differ between the action families, behind one interface.
 
-    The policy's networks are read through :meth:`evaluate` (rows of raw outputs, concatenable along the
-    first axis) and :meth:`rows`; the rest works on :class:`NetworkOutputs`. :meth:`policy_gradient` is the
+    The policy's raw outputs (``policy.evaluate``: rows, concatenable along the first axis) are read through
+    :meth:`rows`; the rest works on :class:`NetworkOutputs`. :meth:`policy_gradient` is the
     per-sample gradient of the policy objective, entropy bonus included, with respect to the statistics.
     """
 
-    def evaluate(self, policy: Any, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
-        """Raw outputs of ``N`` observations, each ``[N, ...]``."""
-
-    def evaluate_sequence(
-        self, policy: Any, obs: PyTorchObs, starts: th.Tensor, state: LSTMState, keep: np.ndarray | None
-    ) -> tuple[tuple[th.Tensor, ...], LSTMState | None]:
-        """Raw outputs of ``[T, B, ...]`` observations unrolled from ``state`` (rows ``t B + b``) and the
-        states kept at ``keep``."""
-
     def rows(self, raw: tuple[th.Tensor, ...]) -> Rows:
         """Statistics, values and extras of raw outputs."""
-
-    def average_statistics(self, avg_policy: Any, obs: PyTorchObs) -> th.Tensor:
-        """``[N, S]`` the average network's statistics of ``N`` observations."""
-
-    def average_sequence_statistics(
-        self, avg_policy: Any, obs: PyTorchObs, starts: th.Tensor, state: LSTMState
-    ) -> th.Tensor:
-        """``[T B, S]`` the average network's statistics, unrolled from ``state``."""
 
     def critic(self, policy: Any, outputs: NetworkOutputs, segment: Segment, config: UpdateConfig) -> CriticT:
         """Importance weights, the critic's estimates, the Retrace targets and the critic loss."""

@@ -1,5 +1,5 @@
 """The maths of ``Box``, ``MultiDiscrete`` and ``MultiBinary`` actions in the one update (paper section 4,
-eqs. 13-16), with the stochastic dueling network of :class:`~sb3_acer.policies.sdn.SDNPolicy`.
+eqs. 13-16), with the stochastic dueling network of :class:`~sb3_acer.common.policies.sdn.DuelingHead`.
 
 :class:`SDNTerms` implements :class:`~sb3_acer.common.update.records.ACERTerms`:
 
@@ -18,17 +18,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch as th
-from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_acer.common.functional import categorical as F
 from sb3_acer.common.functional import continuous as FC
+from sb3_acer.common.policies import ACERPolicy
+from sb3_acer.common.policies.sdn import DuelingHead
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update.records import NetworkOutputs, Rows, UpdateConfig
-from sb3_acer.policies import LSTMState
-from sb3_acer.policies.sdn import SDNPolicy
-from sb3_acer.policies.sdn_recurrent import RecurrentSDNPolicy
 
 __all__ = ["SDNCritic", "SDNDraws", "SDNTerms", "draw_samples"]
 
@@ -45,7 +42,7 @@ class SDNDraws(NamedTuple):
     dueling: th.Tensor
 
 
-def draw_samples(policy: SDNPolicy, stats: th.Tensor, n_dueling: int) -> SDNDraws:
+def draw_samples(policy: ACERPolicy, stats: th.Tensor, n_dueling: int) -> SDNDraws:
     """``a'`` and the ``u_i`` from ``[T, E, S]`` statistics (no gradient; torch's global RNG)."""
     with th.no_grad():
         stats = stats.detach()
@@ -94,33 +91,11 @@ class SDNTerms:
     def __init__(self, draws: SDNDraws | None = None) -> None:
         self.draws = draws
 
-    def evaluate(self, policy: SDNPolicy, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
-        return tuple(policy.evaluate(obs))
-
-    def evaluate_sequence(
-        self,
-        policy: RecurrentSDNPolicy,
-        obs: PyTorchObs,
-        starts: th.Tensor,
-        state: LSTMState,
-        keep: np.ndarray | None,
-    ) -> tuple[tuple[th.Tensor, ...], LSTMState | None]:
-        output, _, kept_state = policy.evaluate_sequence(obs, starts, state, keep)
-        return tuple(output), kept_state
-
     def rows(self, raw: tuple[th.Tensor, ...]) -> Rows:
         return Rows(*raw)
 
-    def average_statistics(self, avg_policy: SDNPolicy, obs: PyTorchObs) -> th.Tensor:
-        return avg_policy.statistics(obs)
-
-    def average_sequence_statistics(
-        self, avg_policy: RecurrentSDNPolicy, obs: PyTorchObs, starts: th.Tensor, state: LSTMState
-    ) -> th.Tensor:
-        return avg_policy.evaluate_sequence(obs, starts, state)[0].stats
-
     def critic(
-        self, policy: SDNPolicy, outputs: NetworkOutputs, segment: Segment, config: UpdateConfig
+        self, policy: ACERPolicy, outputs: NetworkOutputs, segment: Segment, config: UpdateConfig
     ) -> SDNCritic:
         """Importance weights, ``Q~`` of the taken and the sampled actions, ``Q_ret`` / ``Q_opc`` and the
         critic loss on ``Q_ret`` and on the value target of eq. 14."""
@@ -140,7 +115,10 @@ class SDNTerms:
         # A(x, .) of the taken action, the sampled one and the n dueling ones, in one pass.
         all_actions = th.cat([actions.unsqueeze(2), draws.sampled.unsqueeze(2), draws.dueling], 2)
         latent = outputs.extra.reshape(n_steps * n_envs, -1)
-        adv = policy.advantage(latent, all_actions.reshape(n_steps * n_envs, -1, all_actions.shape[-1]))
+        assert isinstance(policy.head, DuelingHead)
+        adv = policy.head.advantage(
+            policy, latent, all_actions.reshape(n_steps * n_envs, -1, all_actions.shape[-1])
+        )
         adv = adv.view(n_steps, n_envs, -1)
         q_tilde = FC.stochastic_dueling_q(
             values=values[:-1], advantage=adv[..., 0], sampled_advantages=adv[..., 2:]
@@ -167,7 +145,7 @@ class SDNTerms:
         return SDNCritic(actions, draws, rho_i, rho_sampled, q_tilde, q_sampled.detach(), targets, loss_q)
 
     def policy_gradient(
-        self, policy: SDNPolicy, outputs: NetworkOutputs, critic: SDNCritic, config: UpdateConfig
+        self, policy: ACERPolicy, outputs: NetworkOutputs, critic: SDNCritic, config: UpdateConfig
     ) -> th.Tensor:
         dist, detached = policy.dist, outputs.stats.detach()
         g = FC.sdn_policy_gradient(
@@ -180,7 +158,7 @@ class SDNTerms:
         return g
 
     def policy_loss(
-        self, policy: SDNPolicy, outputs: NetworkOutputs, critic: SDNCritic, config: UpdateConfig
+        self, policy: ACERPolicy, outputs: NetworkOutputs, critic: SDNCritic, config: UpdateConfig
     ) -> F.PolicyLoss:
         return FC.sdn_policy_loss(
             log_pi_i=policy.dist.log_prob(outputs.stats, critic.actions),

@@ -30,7 +30,7 @@ POLICY_NAMES = (
 LR_SCHEDULES = "['constant', 'double_linear_con', 'double_middle_drop', 'linear', 'middle_drop']"
 MLP_KWARGS = (
     "['activation_fn', 'features_extractor_class', 'features_extractor_kwargs', 'net_arch', "
-    "'normalize_images', 'optimizer_class', 'optimizer_kwargs', 'ortho_init']"
+    "'normalize_images', 'optimizer_class', 'optimizer_kwargs', 'ortho_init', 'share_features_extractor']"
 )
 LEARNING_RATE = (
     "learning_rate must be a positive finite number or a schedule (callable of progress remaining)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -33,14 +33,42 @@ from sb3_acer import (
 )
 from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
 from sb3_acer.common.functional import categorical as F
+from sb3_acer.common.policies import LayerNormLSTM, LSTMState, PolicyOutput, parse_recurrent_net_arch
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import CategoricalTerms, network_outputs, recurrent_rows
-from sb3_acer.policies import LayerNormLSTM, parse_recurrent_net_arch
 from tests.helpers.acer_envs import ObservationSpaceEnv, collect
 
 TINY_LSTM: dict[str, Any] = dict(n_lstm=16, net_arch=[16, "lstm"])
 BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 IMAGE = spaces.Box(0, 255, shape=(1, 36, 36), dtype=np.uint8)
+
+
+class SequenceOutput(NamedTuple):
+    """``evaluate_sequence``'s outputs in the time-major layout ``[T, B, A]``."""
+
+    logits: th.Tensor
+    q_values: th.Tensor
+    state: LSTMState
+    kept_state: LSTMState | None
+
+
+def forward_sequence(
+    policy: RecurrentACERPolicy,
+    obs: th.Tensor,
+    starts: th.Tensor,
+    state: LSTMState,
+    keep_states_at: np.ndarray | None = None,
+) -> SequenceOutput:
+    (logits, q_values), final, kept = policy.evaluate_sequence(obs, starts, state, keep_states_at)
+    shape = (*starts.shape, -1)
+    return SequenceOutput(logits.view(shape), q_values.view(shape), final, kept)
+
+
+def one_step(
+    policy: RecurrentACERPolicy, obs: th.Tensor, state: LSTMState, starts: th.Tensor
+) -> tuple[PolicyOutput, LSTMState]:
+    output = forward_sequence(policy, obs.unsqueeze(0), starts.reshape(1, -1), state)
+    return PolicyOutput(output.logits[0], output.q_values[0]), output.state
 
 
 def cartpole_envs(n_envs: int, seed: int = 0, **make_kwargs: Any) -> DummyVecEnv:
@@ -85,7 +113,7 @@ def test_mlp_lstm_policies_by_name_and_class(
     assert policy.n_lstm == 256
     assert isinstance(policy.lstm, LayerNormLSTM if layer_norm else nn.LSTM)
     assert policy.action_net.in_features == policy.q_net.in_features == 256
-    assert len(policy.post_lstm) == 0
+    assert len(policy.shared_net) == 0
     assert by_name.replay_buffer is not None and by_name.replay_buffer.state_size == 256
 
 
@@ -154,7 +182,7 @@ def test_sb2_custom_lstm_policies(
     policy = model.policy
     assert isinstance(policy, RecurrentACERPolicy)
     sizes = lambda seq: [m.out_features for m in seq if isinstance(m, nn.Linear)]  # noqa: E731
-    assert sizes(policy.pre_lstm) == before and sizes(policy.post_lstm) == after
+    assert sizes(policy.pre_lstm) == before and sizes(policy.shared_net) == after
     assert sizes(policy.mlp_extractor.policy_net) == pi and sizes(policy.mlp_extractor.value_net) == qf
     assert policy.n_lstm == kwargs["n_lstm"]
     assert isinstance(policy.lstm, LayerNormLSTM if kwargs["layer_norm"] else nn.LSTM)
@@ -203,20 +231,20 @@ def test_episode_start_at_step_k_equals_running_the_pieces_separately(layer_norm
         starts[step, seq] = True
     state = random_state(n_seq)
     with th.no_grad():
-        full = policy.forward_sequence(obs, starts, state)
+        full = forward_sequence(policy, obs, starts, state)
         for seq in range(n_seq):
             own_state = (state[0][:, seq : seq + 1], state[1][:, seq : seq + 1])
             cut = k.get(seq, n_steps)
-            first = policy.forward_sequence(obs[:cut, seq : seq + 1], starts[:cut, seq : seq + 1], own_state)
+            first = forward_sequence(policy, obs[:cut, seq : seq + 1], starts[:cut, seq : seq + 1], own_state)
             pieces_logits, pieces_q = [first.logits], [first.q_values]
             if cut < n_steps:
                 # The second piece on its own: from zeros, and from any state when it is marked a start.
                 zeros = policy.initial_state(1)
-                second = policy.forward_sequence(
-                    obs[cut:, seq : seq + 1], th.zeros(n_steps - cut, 1, dtype=th.bool), zeros
+                second = forward_sequence(
+                    policy, obs[cut:, seq : seq + 1], th.zeros(n_steps - cut, 1, dtype=th.bool), zeros
                 )
-                marked = policy.forward_sequence(
-                    obs[cut:, seq : seq + 1], starts[cut:, seq : seq + 1], random_state(1, seed=seq)
+                marked = forward_sequence(
+                    policy, obs[cut:, seq : seq + 1], starts[cut:, seq : seq + 1], random_state(1, seed=seq)
                 )
                 th.testing.assert_close(marked.logits, second.logits, rtol=0, atol=1e-6)
                 pieces_logits.append(second.logits)
@@ -225,7 +253,7 @@ def test_episode_start_at_step_k_equals_running_the_pieces_separately(layer_norm
             th.testing.assert_close(full.logits[:, seq], th.cat(pieces_logits)[:, 0], rtol=0, atol=1e-6)
             th.testing.assert_close(full.q_values[:, seq], th.cat(pieces_q)[:, 0], rtol=0, atol=1e-6)
         # The state matters: without the reset the outputs after the start differ.
-        no_reset = policy.forward_sequence(obs, th.zeros_like(starts), state)
+        no_reset = forward_sequence(policy, obs, th.zeros_like(starts), state)
         assert (no_reset.logits[4, 0] - full.logits[4, 0]).abs().max() > 1e-3
         assert (no_reset.logits[:4, 0] - full.logits[:4, 0]).abs().max() < 1e-6
 
@@ -240,10 +268,10 @@ def test_sequence_equals_one_step_at_a_time(layer_norm: bool) -> None:
     starts = th.rand(n_steps, n_seq, generator=generator) < 0.2
     state = random_state(n_seq)
     with th.no_grad():
-        full = policy.forward_sequence(obs, starts, state)
+        full = forward_sequence(policy, obs, starts, state)
         step_state = state
         for t in range(n_steps):
-            output, step_state = policy.step(obs[t], step_state, starts[t])
+            output, step_state = one_step(policy, obs[t], step_state, starts[t])
             th.testing.assert_close(output.logits, full.logits[t], rtol=0, atol=1e-6)
             th.testing.assert_close(output.q_values, full.q_values[t], rtol=0, atol=1e-6)
     th.testing.assert_close(step_state[0], full.state[0], rtol=0, atol=1e-6)
@@ -260,10 +288,11 @@ def test_kept_states_are_the_states_after_those_steps(layer_norm: bool) -> None:
     state = random_state(n_seq)
     keep = np.array([[2, 1], [0, 2], [5, 0], [3, 1]])
     with th.no_grad():
-        output = policy.forward_sequence(obs, starts, state, keep_states_at=keep)
+        output = forward_sequence(policy, obs, starts, state, keep_states_at=keep)
         assert output.kept_state is not None
         for row, (t, seq) in enumerate(keep):
-            alone = policy.forward_sequence(
+            alone = forward_sequence(
+                policy,
                 obs[: t + 1, seq : seq + 1],
                 starts[: t + 1, seq : seq + 1],
                 (state[0][:, seq : seq + 1], state[1][:, seq : seq + 1]),
@@ -271,18 +300,18 @@ def test_kept_states_are_the_states_after_those_steps(layer_norm: bool) -> None:
             for kept, expected in zip(output.kept_state, alone.state, strict=True):
                 th.testing.assert_close(kept[:, row], expected[:, 0], rtol=0, atol=1e-6)
         # Asking for kept states does not change the outputs.
-        th.testing.assert_close(output.logits, policy.forward_sequence(obs, starts, state).logits)
+        th.testing.assert_close(output.logits, forward_sequence(policy, obs, starts, state).logits)
     with pytest.raises(ValueError, match="keep_states_at rows"):
-        policy.forward_sequence(obs, starts, state, keep_states_at=np.array([[6, 0]]))
+        forward_sequence(policy, obs, starts, state, keep_states_at=np.array([[6, 0]]))
 
 
 def test_forward_sequence_shape_errors() -> None:
     policy = random_policy(False)
     obs, starts = th.zeros(4, 2, 3), th.zeros(4, 2, dtype=th.bool)
     with pytest.raises(ValueError, match=r"state must be \(h, c\) each of shape \(1, 2, 8\)"):
-        policy.forward_sequence(obs, starts, policy.initial_state(3))
+        forward_sequence(policy, obs, starts, policy.initial_state(3))
     with pytest.raises(ValueError, match=r"obs must be \[T=4, B=2"):
-        policy.forward_sequence(th.zeros(4, 3, 3), starts, policy.initial_state(2))
+        forward_sequence(policy, th.zeros(4, 3, 3), starts, policy.initial_state(2))
 
 
 # ---------------------------------------------------------------------------------------------- training
@@ -377,12 +406,14 @@ def test_truncation_bootstrap_uses_the_state_reached_in_that_episode() -> None:
             # Step env's own observations through the policy up to t, then look at the final observation.
             state = tuple(th.as_tensor(part[env : env + 1]).unsqueeze(0) for part in segment.initial_state)
             for step in range(t + 1):
-                _, state = policy.step(
+                _, state = one_step(
+                    policy,
                     th.as_tensor(segment.observations[step, env : env + 1]),
                     state,  # type: ignore[arg-type]
                     th.as_tensor(segment.episode_starts[step, env : env + 1]),
                 )
-            output, _ = policy.step(
+            output, _ = one_step(
+                policy,
                 th.as_tensor(segment.final_observations[row : row + 1]),
                 state,
                 th.zeros(1, dtype=th.bool),  # type: ignore[arg-type]
@@ -673,12 +704,23 @@ def test_forward_sequence_keeps_state_after_second_to_last_step() -> None:
     starts = th.zeros(n_steps, 1, dtype=th.bool)
     state = policy.initial_state(1)
     with th.no_grad():
-        out = policy.forward_sequence(obs, starts, state, keep_states_at=np.array([[n_steps - 2, 0]]))
-        ref = policy.forward_sequence(obs[: n_steps - 1], starts[: n_steps - 1], state)
-        full = policy.forward_sequence(obs, starts, state)
+        out = forward_sequence(policy, obs, starts, state, keep_states_at=np.array([[n_steps - 2, 0]]))
+        ref = forward_sequence(policy, obs[: n_steps - 1], starts[: n_steps - 1], state)
+        full = forward_sequence(policy, obs, starts, state)
     assert out.kept_state is not None
     for kept, expected in zip(out.kept_state, ref.state, strict=True):
         assert tuple(kept.shape) == (1, 1, policy.n_lstm)
         th.testing.assert_close(kept, expected)
     th.testing.assert_close(out.logits, full.logits)
     th.testing.assert_close(out.state[0], full.state[0])
+
+
+def test_a_state_dict_of_0_1_naming_the_layers_after_the_lstm_post_lstm_loads() -> None:
+    """sb3-acer 0.1's Discrete LSTM policies called the layers after the LSTM ``post_lstm``."""
+    saved = random_policy(False, net_arch=["lstm", 5]).state_dict()
+    old = {key.replace("shared_net.", "post_lstm."): value for key, value in saved.items()}
+    assert "post_lstm.0.weight" in old
+    policy = random_policy(False, seed=1, net_arch=["lstm", 5])
+    policy.load_state_dict(old)
+    loaded = policy.state_dict()
+    assert list(loaded) == list(saved) and all(th.equal(loaded[key], saved[key]) for key in saved)

@@ -17,23 +17,20 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from sb3_acer import ACER, MlpLstmPolicy, MlpPolicy, UnsupportedSpaceError
-from sb3_acer.acer.policies import SDN_SUBSTITUTES, policy_class_for
-from sb3_acer.common.type_aliases import Segment
-from sb3_acer.common.update import network_outputs
-from sb3_acer.policies import (
+from sb3_acer import ACER, MlpLstmPolicy, MlpPolicy
+from sb3_acer.common.policies import (
     CnnLnLstmPolicy,
     CnnLstmPolicy,
+    DuelingHead,
     MlpLnLstmPolicy,
     MultiInputLstmPolicy,
-    RecurrentSDNPolicy,
-    SDNCnnLnLstmPolicy,
-    SDNCnnLstmPolicy,
-    SDNMlpLnLstmPolicy,
-    SDNMlpLstmPolicy,
-    SDNMultiInputLstmPolicy,
 )
+from sb3_acer.common.policies import RecurrentACERPolicy as RecurrentSDNPolicy
+from sb3_acer.common.type_aliases import Segment
+from sb3_acer.common.update import network_outputs
 from tests.helpers.acer_envs import collect
+
+SDNMlpLnLstmPolicy = ACER.taken_policy_aliases["SDNMlpLnLstmPolicy"]
 
 TINY = dict(n_lstm=8, net_arch=[8, "lstm", dict(pi=[8], qf=[8])])
 
@@ -73,29 +70,20 @@ def short_episode_envs(action_space: spaces.Space, limits: tuple[int, ...] = (3,
 # ------------------------------------------------------------------------------------------- the classes
 
 
-def test_every_lstm_policy_has_a_stochastic_dueling_counterpart() -> None:
-    expected = {
-        MlpLstmPolicy: SDNMlpLstmPolicy,
-        MlpLnLstmPolicy: SDNMlpLnLstmPolicy,
-        CnnLstmPolicy: SDNCnnLstmPolicy,
-        CnnLnLstmPolicy: SDNCnnLnLstmPolicy,
-        MultiInputLstmPolicy: SDNMultiInputLstmPolicy,
-    }
-    for name, space in ACTION_SPACES.items():
-        for named, built in expected.items():
-            assert policy_class_for(named, space) is built, name
-            assert SDN_SUBSTITUTES[named] is built
-        assert policy_class_for(MlpLstmPolicy, spaces.Discrete(2)) is MlpLstmPolicy
+def test_the_stochastic_dueling_names_of_0_1_are_the_lstm_policies() -> None:
+    for named in (MlpLstmPolicy, MlpLnLstmPolicy, CnnLstmPolicy, CnnLnLstmPolicy, MultiInputLstmPolicy):
+        assert ACER.taken_policy_aliases[f"SDN{named.__name__}"] is named
+        assert f"SDN{named.__name__}" not in ACER.policy_aliases
 
 
-def test_a_users_discrete_only_policy_class_is_refused_naming_the_ones_that_act() -> None:
-    class MyPolicy(MlpPolicy):
+@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
+def test_a_users_policy_class_acts_in_every_action_space(space: str) -> None:
+    class MyPolicy(MlpLstmPolicy):
         pass
 
-    with pytest.raises(UnsupportedSpaceError, match=r"MyPolicy cannot act in Box.*Discrete actions only.*"):
-        policy_class_for(MyPolicy, ACTION_SPACES["box"])
-    with pytest.raises(UnsupportedSpaceError, match=r"MlpLstmPolicy, MlpLnLstmPolicy"):
-        policy_class_for(MyPolicy, ACTION_SPACES["box"])
+    policy = MyPolicy(spaces.Box(-1, 1, (3,)), ACTION_SPACES[space], **TINY)
+    assert isinstance(policy.head, DuelingHead) and policy.recurrent
+    assert type(MlpPolicy(spaces.Box(-1, 1, (3,)), ACTION_SPACES[space]).head) is DuelingHead
 
 
 @pytest.mark.parametrize("policy", ["MlpLstmPolicy", "MlpLnLstmPolicy"])

@@ -37,6 +37,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecTran
 from sb3_acer import ACER
 from sb3_acer.common.buffers.frame_buffer import FrameStackReplayBuffer
 from sb3_acer.common.buffers.segment_buffer import SegmentReplayBuffer
+from sb3_acer.common.distributions import Categorical
+from sb3_acer.common.policies.categorical import sample_actions
 from sb3_acer.common.rollout import collect_segment
 from sb3_acer.common.save_util.model_file import ModelFileError
 from sb3_acer.common.save_util.replay_file import (
@@ -162,13 +164,14 @@ def _frame_stack_segments(n_envs: int, n_steps: int, count: int) -> tuple[Any, l
 
     class Uniform:
         device = th.device("cpu")
-        n_actions = 3
+        dist = Categorical(gym.spaces.Discrete(3))
 
         def set_training_mode(self, mode: bool) -> None:
             del mode
 
-        def action_probs(self, batch: th.Tensor) -> th.Tensor:
-            return th.full((batch.shape[0], 3), 1 / 3)
+        def behaviour(self, batch: th.Tensor, state: None, starts: th.Tensor) -> tuple[th.Tensor, ...]:
+            probs = th.full((batch.shape[0], 3), 1 / 3)
+            return sample_actions(probs), probs, None
 
     segments = []
     for _ in range(count):

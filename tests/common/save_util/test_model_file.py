@@ -30,6 +30,7 @@ from torch import nn
 
 import sb3_acer
 from sb3_acer import ACER, MlpPolicy
+from sb3_acer.common.policies import MinAtarCNN
 from sb3_acer.common.save_util.class_table import CLASS_TABLE
 from sb3_acer.common.save_util.model_file import (
     FORMAT_NAME,
@@ -41,7 +42,6 @@ from sb3_acer.common.save_util.model_file import (
     space_to_json,
     write_model_file,
 )
-from sb3_acer.torch_layers import MinAtarCNN
 from tests.helpers.file_bombs import ALLOWED_MB, BOMB_BYTES, declare_size, peak_increases, rewrite_padded
 from tests.helpers.hostile import MarkerPayload
 
@@ -605,6 +605,16 @@ def test_the_class_table_holds_every_path_a_model_file_names_its_classes_by(tmp_
         assert CLASS_TABLE[f"sb3_acer.policies:{name.__name__}"] is name
     assert CLASS_TABLE["sb3_acer.policies.feed_forward:MlpPolicy"] is MlpPolicy
     assert CLASS_TABLE["sb3_acer.torch_layers:MinAtarCNN"] is MinAtarCNN
+    # sb3-acer 0.1's stochastic-dueling classes are the policies of the same name without SDN.
+    assert CLASS_TABLE["sb3_acer.policies.sdn:SDNMlpPolicy"] is MlpPolicy
+    assert (
+        CLASS_TABLE["sb3_acer.policies.sdn_recurrent:SDNMlpLnLstmPolicy"]
+        is ACER.policy_aliases["MlpLnLstmPolicy"]
+    )
+    assert (
+        CLASS_TABLE["sb3_acer.policies:RecurrentSDNPolicy"]
+        is CLASS_TABLE["sb3_acer.policies:RecurrentACERPolicy"]
+    )
     assert CLASS_TABLE["stable_baselines3.common.torch_layers:NatureCNN"] is NatureCNN
     assert CLASS_TABLE["torch.nn.modules.activation:Tanh"] is nn.Tanh
     assert CLASS_TABLE["torch.optim:Adam"] is CLASS_TABLE["torch.optim.adam:Adam"] is th.optim.Adam

@@ -26,9 +26,9 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
+from sb3_acer.common.policies import MlpLstmPolicy, MlpPolicy, RecurrentACERPolicy
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import UpdateConfig, UpdateStats, compute_gradients
-from sb3_acer.policies import MlpLstmPolicy, MlpPolicy, RecurrentACERPolicy
 
 #: The numerical guard of the docs' notation table (``F.EPS``), inside every ``log`` and ratio of the oracle.
 EPS = 1e-6
@@ -89,7 +89,7 @@ def _recurrent_unroll(
         h, c = h * keep, c * keep
         x = policy.pre_lstm(th.as_tensor(segment.observations[t], dtype=th.float64))
         h, c = _lstm_cell(policy.lstm, x, h, c)
-        step_logits, step_q = _heads(policy, policy.post_lstm(h))
+        step_logits, step_q = _heads(policy, policy.shared_net(h))
         logits.append(step_logits)
         q_values.append(step_q)
         states.append((h, c))
@@ -107,7 +107,7 @@ def _recurrent_outputs(
         h, c = states[t]
         x = policy.pre_lstm(th.as_tensor(final_obs, dtype=th.float64))
         h_final, _ = _lstm_cell(policy.lstm, x, h[e], c[e])
-        step_logits, step_q = _heads(policy, policy.post_lstm(h_final))
+        step_logits, step_q = _heads(policy, policy.shared_net(h_final))
         final_logits.append(step_logits)
         final_q_values.append(step_q)
     with th.no_grad():

@@ -16,9 +16,9 @@ import torch as th
 from gymnasium import spaces
 
 from sb3_acer.common.distributions import DiagGaussian
+from sb3_acer.common.policies import ACERPolicy as SDNPolicy
 from sb3_acer.common.type_aliases import Segment
 from sb3_acer.common.update import SDNDraws, UpdateConfig, compute_gradients, draw_samples, network_outputs
-from sb3_acer.policies.sdn import SDNPolicy
 
 SPACES = {
     "box": spaces.Box(-1.0, 1.0, (2, 2), dtype=np.float32),
@@ -131,13 +131,13 @@ def oracle_gradients(policy, avg_policy, segment, draws, config):
     for t in range(N_STEPS):
         for e in range(N_ENVS):
             a_u = [
-                policy.advantage(latent[t, e][None], draws.dueling[t, e, i][None, None])[0, 0]
+                policy.head.advantage(policy, latent[t, e][None], draws.dueling[t, e, i][None, None])[0, 0]
                 for i in range(N_DUELING)
             ]
             mean_u = sum(a_u) / N_DUELING
-            adv_i = policy.advantage(latent[t, e][None], actions[t, e][None, None])[0, 0]
+            adv_i = policy.head.advantage(policy, latent[t, e][None], actions[t, e][None, None])[0, 0]
             q_t[t][e] = values[t, e] + adv_i - mean_u
-            adv_s = policy.advantage(latent[t, e][None], draws.sampled[t, e][None, None])[0, 0]
+            adv_s = policy.head.advantage(policy, latent[t, e][None], draws.sampled[t, e][None, None])[0, 0]
             q_s[t][e] = (values[t, e] + adv_s - mean_u).item()
     q_ret = [[0.0] * N_ENVS for _ in range(N_STEPS)]
     q_opc = [[0.0] * N_ENVS for _ in range(N_STEPS)]

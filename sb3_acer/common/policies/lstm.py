@@ -1,22 +1,23 @@
-"""Recurrent ACER policies: one LSTM between the features and the ``pi`` and ``Q`` heads.
+"""Recurrence, for every action space: :class:`RecurrentACERPolicy` is
+:class:`~sb3_acer.common.policies.base.ACERPolicy` with one LSTM between the features and the shared layers,
+whatever its head.
 
 ``MlpLstmPolicy``, ``MlpLnLstmPolicy``, ``CnnLstmPolicy`` and ``CnnLnLstmPolicy`` put one LSTM
 (``n_lstm = 256`` units; layer-normalised for the ``Ln`` variants) between the features and the heads, as
-SB2's legacy ``LstmPolicy`` does, with both heads at gain 1.0; ``MultiInputLstmPolicy`` is ``MlpLstmPolicy``
-over ``Dict`` observations (SB3's ``CombinedExtractor``). They differ from SB2 in how the memory is
-used: the state is carried across segments, reset only where an episode starts, and stored with every
-segment so that the update starts from it (see :class:`RecurrentACERPolicy`).
+SB2's legacy ``LstmPolicy`` does; ``MultiInputLstmPolicy`` is ``MlpLstmPolicy`` over ``Dict`` observations
+(SB3's ``CombinedExtractor``). They differ from SB2 in how the memory is used: the state is carried across
+segments, reset only where an episode starts, and stored with every segment so that the update starts from
+it (see :class:`RecurrentACERPolicy`).
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import (
     BaseFeaturesExtractor,
     CombinedExtractor,
@@ -27,27 +28,18 @@ from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
 from sb3_acer.common.observations import leading_shape, map_observations, shapes_of
-from sb3_acer.policies.base import (
-    BaseACERPolicy,
-    PolicyOutput,
-    build_mlp,
-    init_with_defaults,
-    layer_sizes,
-    parse_net_arch,
-    select_actions,
-)
+from sb3_acer.common.policies.base import ACERPolicy
+from sb3_acer.common.policies.layout import Layers, build_mlp, init_with_defaults, layer_sizes, parse_net_arch
 
 __all__ = [
     "CnnLnLstmPolicy",
     "CnnLstmPolicy",
-    "LSTMMemory",
     "LSTMState",
     "LayerNormLSTM",
     "MlpLnLstmPolicy",
     "MlpLstmPolicy",
     "MultiInputLstmPolicy",
     "RecurrentACERPolicy",
-    "RecurrentOutput",
     "check_n_lstm",
     "init_lstm",
     "make_lstm",
@@ -56,23 +48,6 @@ __all__ = [
 
 #: Recurrent state ``(h, c)``, each ``[1, B, n_lstm]`` (one LSTM layer; SB3-contrib's layout).
 LSTMState = tuple[th.Tensor, th.Tensor]
-
-
-class RecurrentOutput(NamedTuple):
-    """What a recurrent policy computes for ``T`` steps of ``B`` sequences.
-
-    Attributes:
-        logits: ``[T, B, A]`` unnormalised log-probabilities of the policy.
-        q_values: ``[T, B, A]`` action values ``Q(x_t, .)``.
-        state: the state after the last step, ``(h, c)`` each ``[1, B, n_lstm]``.
-        kept_state: the states after the steps asked for with ``keep_states_at`` (before any reset of the
-            following step), ``(h, c)`` each ``[1, K, n_lstm]`` in the order asked; ``None`` if not asked.
-    """
-
-    logits: th.Tensor
-    q_values: th.Tensor
-    state: LSTMState
-    kept_state: LSTMState | None = None
 
 
 def parse_recurrent_net_arch(net_arch: Any) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -163,18 +138,161 @@ def make_lstm(input_size: int, n_lstm: int, layer_norm: bool) -> nn.Module:
     return LayerNormLSTM(input_size, n_lstm) if layer_norm else nn.LSTM(input_size, n_lstm)
 
 
-class LSTMMemory(BasePolicy):
-    """What every recurrent ACER policy does with its LSTM state, whatever its heads.
+class RecurrentACERPolicy(ACERPolicy):
+    """:class:`~sb3_acer.common.policies.base.ACERPolicy` with memory: features -> layers -> LSTM -> layers
+    -> the head of the action space.
 
-    The state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every step,
-    so an episode that starts inside a sequence starts from zeros exactly as if it were run on its own.
-    Subclasses set ``n_lstm``, ``pre_lstm`` (the layers between the features and the LSTM) and ``lstm``
-    (see :func:`make_lstm`), and implement :meth:`step_actions`.
+    The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every
+    step, so an episode that starts inside a sequence starts from zeros exactly as if it were run on its
+    own. :meth:`evaluate_sequence` runs ``T`` steps at once (the update); :meth:`predict`,
+    :meth:`step_statistics` and ``action_probability`` one step, taking and returning the state; the
+    stateless interface of SB3's ``BasePolicy`` (``forward``, ``_predict``) starts every observation from
+    zeros. Without layer norm the LSTM is ``torch.nn.LSTM``, run over the stretches between episode starts;
+    with layer norm it is :class:`LayerNormLSTM`.
+
+    The defaults are SB2's legacy recurrent policies: for vector observations flatten -> 64 -> 64 (tanh)
+    -> LSTM(256); for images Nature-CNN (512) -> LSTM(256); the heads on the LSTM output (the ``pi`` and
+    ``Q`` heads of ``Discrete`` actions with gain 1.0: SB2's recurrent heads are not scaled down).
+
+    Args:
+        observation_space: observation space, as :class:`~sb3_acer.common.policies.base.ACERPolicy`.
+        action_space: ``Discrete``, ``Box``, ``MultiDiscrete`` or ``MultiBinary``.
+        n_lstm: number of LSTM units.
+        layer_norm: use the layer-normalised LSTM (SB2's ``Ln`` policies).
+        net_arch: SB2-style list with exactly one ``'lstm'``: sizes before it are layers between the
+            features and the LSTM, sizes after it layers shared by both heads on the LSTM output, and a
+            final ``dict(pi=[...], qf=[...])`` (``vf`` accepted) separate towers, e.g.
+            ``[8, 'lstm', dict(pi=[10], qf=[5, 10])]``. Default ``[64, 64, 'lstm']`` for vector inputs,
+            ``['lstm']`` for images.
+        activation_fn: activation of the hidden layers (default ``nn.Tanh``).
+        ortho_init: orthogonal initialisation (as :class:`~sb3_acer.common.policies.base.ACERPolicy`; the
+            LSTM's weights with gain 1 and zero biases).
+        features_extractor_class: SB3 feature extractor (``FlattenExtractor``, ``NatureCNN``, ...).
+        features_extractor_kwargs: keyword arguments of the feature extractor.
+        normalize_images: divide image observations by 255.
+        log_std_init: initial log-std of a ``Box`` policy with a learned log-std.
+        fixed_std: the paper's fixed ``sigma`` of a ``Box`` policy; ``None`` learns a log-std.
+
+    Raises:
+        ValueError: for a ``net_arch`` without exactly one ``'lstm'``, a non-positive ``n_lstm``, or as
+            :class:`~sb3_acer.common.policies.base.ACERPolicy`.
     """
 
-    n_lstm: int
+    recurrent: ClassVar[bool] = True
     pre_lstm: nn.Module
     lstm: nn.Module
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_lstm: int = 256,
+        layer_norm: bool = False,
+        net_arch: list[Any] | None = None,
+        activation_fn: type[nn.Module] = nn.Tanh,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        log_std_init: float = 0.0,
+        fixed_std: float | None = None,
+    ) -> None:
+        # build_trunk, called by ACERPolicy's constructor, reads these.
+        self.n_lstm = check_n_lstm(n_lstm)
+        self.layer_norm = bool(layer_norm)
+        super().__init__(
+            observation_space,
+            action_space,
+            net_arch=net_arch,
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+            log_std_init=log_std_init,
+            fixed_std=fixed_std,
+        )
+        self.register_load_state_dict_pre_hook(_rename_post_lstm)
+
+    @staticmethod
+    def default_net_arch(features_extractor_class: type[BaseFeaturesExtractor]) -> Any:
+        return ["lstm"] if issubclass(features_extractor_class, NatureCNN) else [64, 64, "lstm"]
+
+    def parse_layers(self, net_arch: Any) -> Layers:
+        return Layers(*parse_recurrent_net_arch(net_arch))
+
+    def build_trunk(self, features_dim: int, before: list[int]) -> int:
+        self.pre_lstm, lstm_input = build_mlp(features_dim, before, self.activation_fn)
+        self.lstm = make_lstm(lstm_input, self.n_lstm, self.layer_norm)
+        return self.n_lstm
+
+    def trunk_modules(self) -> list[nn.Module]:
+        return [self.pre_lstm]
+
+    def init_trunk(self) -> None:
+        init_lstm(self.lstm)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(n_lstm=self.n_lstm, layer_norm=self.layer_norm)
+        return data
+
+    def evaluate_sequence(
+        self,
+        obs: PyTorchObs,
+        episode_starts: th.Tensor,
+        state: LSTMState,
+        keep_states_at: np.ndarray | None = None,
+    ) -> tuple[tuple[th.Tensor, ...], LSTMState, LSTMState | None]:
+        """Run ``T`` steps of ``B`` sequences from ``state``, resetting it where an episode starts.
+
+        Args:
+            obs: ``[T, B, *obs_shape]`` (unprocessed) observations (a dict of them for Dict observations).
+            episode_starts: ``[T, B]`` bool (or 0/1): ``obs[t, b]`` is the first observation of an
+                episode; the state is multiplied by ``1 - episode_starts[t]`` before step ``t``.
+            state: ``(h, c)`` before step 0, each ``[1, B, n_lstm]``.
+            keep_states_at: optional ``[K, 2]`` integer ``(t, b)`` rows: also return the state reached
+                after step ``t`` of sequence ``b`` (before the reset of step ``t + 1``), e.g. to evaluate
+                the observation at which an episode was truncated.
+
+        Returns:
+            The head's outputs of the ``T B`` steps (rows in time-major order, as
+            :meth:`~sb3_acer.common.policies.base.ACERPolicy.evaluate`), the final state and the kept
+            states (``(h, c)`` each ``[1, K, n_lstm]`` in the order asked; ``None`` if not asked).
+
+        Raises:
+            ValueError: if the shapes do not fit together.
+        """
+        lstm_out, final_state, kept_state = self.memory(obs, episode_starts, state, keep_states_at)
+        latent = self.shared_net(lstm_out.reshape(-1, lstm_out.shape[-1]))
+        return self.head.outputs(self, latent, latent), final_state, kept_state
+
+    def sequence_statistics(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> th.Tensor:
+        """``[T B, S]`` statistics of ``pi`` over ``T`` steps of ``B`` sequences (the critic is not
+        evaluated)."""
+        lstm_out, _, _ = self.memory(obs, episode_starts, state)
+        return self.head.statistics(self, self.shared_net(lstm_out.reshape(-1, lstm_out.shape[-1])))
+
+    def step_latent(
+        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor
+    ) -> tuple[th.Tensor, LSTMState]:
+        """One step of ``B`` sequences: ``obs [B, ...]``, ``episode_starts [B]`` -> the ``[B, L]`` shared
+        latent and the next state."""
+        lstm_out, next_state, _ = self.memory(
+            map_observations(lambda x: x.unsqueeze(0), obs), episode_starts.reshape(1, -1), state
+        )
+        return self.shared_net(lstm_out[0]), next_state
+
+    def step_statistics(self, obs: PyTorchObs, state: Any, episode_starts: Any) -> tuple[th.Tensor, Any]:
+        """``[B, S]`` statistics of ``pi(.|x, state)`` for one step of ``B`` sequences, and the next state."""
+        latent, next_state = self.step_latent(obs, state, episode_starts)
+        return self.head.statistics(self, latent), next_state
+
+    def latent(self, obs: PyTorchObs) -> th.Tensor:
+        # BasePolicy's stateless interface (forward, _predict): every observation starts an episode.
+        (n,) = leading_shape(obs)
+        starts = th.ones(n, dtype=th.bool, device=self.device)
+        return self.step_latent(obs, self.initial_state(n), starts)[0]
 
     def initial_state(self, n_envs: int) -> LSTMState:
         """The zero state of ``n_envs`` sequences, ``(h, c)`` each ``[1, n_envs, n_lstm]``."""
@@ -205,7 +323,7 @@ class LSTMMemory(BasePolicy):
     ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
         """Run the LSTM over ``[T, B, F]`` inputs from ``state``, resetting it where ``starts`` (``[T, B]``
         bool); returns the ``[T, B, n_lstm]`` outputs, the final state and the states kept after the
-        ``(t, b)`` rows of ``keep_states_at`` (see :meth:`RecurrentACERPolicy.forward_sequence`).
+        ``(t, b)`` rows of ``keep_states_at`` (see :meth:`evaluate_sequence`).
 
         Raises:
             ValueError: for a ``keep_states_at`` row outside the sequences.
@@ -265,7 +383,7 @@ class LSTMMemory(BasePolicy):
     ) -> tuple[th.Tensor, LSTMState, LSTMState | None]:
         """Features, the layers before the LSTM and the LSTM over ``[T, B, ...]`` observations from
         ``state``; returns the ``[T, B, n_lstm]`` outputs, the final state and the kept states (see
-        :meth:`RecurrentACERPolicy.forward_sequence` for the arguments).
+        :meth:`evaluate_sequence` for the arguments).
 
         Raises:
             ValueError: if the shapes do not fit together.
@@ -328,12 +446,6 @@ class LSTMMemory(BasePolicy):
             starts = th.as_tensor(flags != 0, device=self.device)
         return obs_tensor, vectorized, lstm_state, starts
 
-    def step_actions(
-        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor, deterministic: bool
-    ) -> tuple[np.ndarray, LSTMState]:
-        """``[B, ...]`` actions as the env takes them for one step of ``B`` sequences, and the next state."""
-        raise NotImplementedError
-
     def predict(
         self,
         observation: np.ndarray | dict[str, np.ndarray],
@@ -355,165 +467,24 @@ class LSTMMemory(BasePolicy):
         self.set_training_mode(False)
         obs_tensor, vectorized, lstm_state, starts = self.prepare_inputs(observation, state, episode_start)
         with th.no_grad():
-            actions, (h, c) = self.step_actions(obs_tensor, lstm_state, starts, deterministic)
+            latent, (h, c) = self.step_latent(obs_tensor, lstm_state, starts)
+            actions = self.dist.to_env(self.head.actions(self, latent, deterministic).cpu().numpy())
         if not vectorized:
             actions = actions.squeeze(axis=0)
         return actions, (h.cpu().numpy(), c.cpu().numpy())
 
 
-class RecurrentACERPolicy(LSTMMemory, BaseACERPolicy):
-    """Recurrent ACER policy: features -> layers -> LSTM -> layers -> ``pi`` and ``Q`` heads.
-
-    The LSTM state ``(h, c)``, each ``[1, B, n_lstm]``, is multiplied by ``1 - episode_start`` before every
-    step, so an episode that starts inside a sequence starts from zeros exactly as if it were run on its
-    own. :meth:`forward_sequence` runs ``T`` steps at once (the update); :meth:`predict` and
-    :meth:`action_probs` one step, taking and returning the state. Without layer norm the LSTM is
-    ``torch.nn.LSTM``, run over the stretches between episode starts; with layer norm it is
-    :class:`LayerNormLSTM`.
-
-    The defaults are SB2's legacy recurrent policies: for vector observations flatten -> 64 -> 64 (tanh)
-    -> LSTM(256); for images Nature-CNN (512) -> LSTM(256); both heads on the LSTM output with gain 1.0
-    (SB2's recurrent heads are not scaled down like the feed-forward ones).
-
-    Args:
-        observation_space: observation space (``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``;
-            a ``Dict`` of them with a features extractor of dicts, such as ``CombinedExtractor``).
-        action_space: a ``Discrete`` action space.
-        n_lstm: number of LSTM units.
-        layer_norm: use the layer-normalised LSTM (SB2's ``Ln`` policies).
-        net_arch: SB2-style list with exactly one ``'lstm'``: sizes before it are layers between the
-            features and the LSTM, sizes after it layers shared by both heads on the LSTM output, and a
-            final ``dict(pi=[...], qf=[...])`` (``vf`` accepted) separate towers, e.g.
-            ``[8, 'lstm', dict(pi=[10], qf=[5, 10])]``. Default ``[64, 64, 'lstm']`` for vector inputs,
-            ``['lstm']`` for images.
-        activation_fn: activation of the hidden layers (default ``nn.Tanh``).
-        ortho_init: orthogonal initialisation (hidden layers gain ``sqrt(2)``, LSTM weights gain 1 with
-            zero biases, heads gain 1).
-        features_extractor_class: SB3 feature extractor (``FlattenExtractor``, ``NatureCNN``, ...).
-        features_extractor_kwargs: keyword arguments of the feature extractor.
-        normalize_images: divide image observations by 255.
-    """
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        n_lstm: int = 256,
-        layer_norm: bool = False,
-        net_arch: list[Any] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-    ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            activation_fn=activation_fn,
-            ortho_init=ortho_init,
-            features_extractor_class=features_extractor_class,
-            features_extractor_kwargs=features_extractor_kwargs,
-            normalize_images=normalize_images,
-        )
-        n_lstm = check_n_lstm(n_lstm)
-        if net_arch is None:
-            net_arch = ["lstm"] if issubclass(features_extractor_class, NatureCNN) else [64, 64, "lstm"]
-        before, after, pi_layers, qf_layers = parse_recurrent_net_arch(net_arch)
-        self.net_arch = net_arch
-        self.n_lstm = n_lstm
-        self.layer_norm = bool(layer_norm)
-
-        self.build_features_extractor()
-        self.pre_lstm, lstm_input = build_mlp(self.features_dim, before, activation_fn)
-        self.lstm = make_lstm(lstm_input, self.n_lstm, self.layer_norm)
-        self.post_lstm, latent_dim = build_mlp(self.n_lstm, after, activation_fn)
-        self.build_heads(latent_dim, pi_layers, qf_layers)
-        if ortho_init:
-            self.init_weights_with_gains(
-                {
-                    self.features_extractor: np.sqrt(2),
-                    self.pre_lstm: np.sqrt(2),
-                    self.post_lstm: np.sqrt(2),
-                    self.mlp_extractor: np.sqrt(2),
-                    self.action_net: 1.0,
-                    self.q_net: 1.0,
-                }
-            )
-            init_lstm(self.lstm)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(n_lstm=self.n_lstm, layer_norm=self.layer_norm)
-        return data
-
-    def forward_sequence(
-        self,
-        obs: PyTorchObs,
-        episode_starts: th.Tensor,
-        state: LSTMState,
-        keep_states_at: np.ndarray | None = None,
-    ) -> RecurrentOutput:
-        """Run ``T`` steps of ``B`` sequences from ``state``, resetting it where an episode starts.
-
-        Args:
-            obs: ``[T, B, *obs_shape]`` (unprocessed) observations (a dict of them for Dict observations).
-            episode_starts: ``[T, B]`` bool (or 0/1): ``obs[t, b]`` is the first observation of an
-                episode; the state is multiplied by ``1 - episode_starts[t]`` before step ``t``.
-            state: ``(h, c)`` before step 0, each ``[1, B, n_lstm]``.
-            keep_states_at: optional ``[K, 2]`` integer ``(t, b)`` rows: also return the state reached
-                after step ``t`` of sequence ``b`` (before the reset of step ``t + 1``), e.g. to evaluate
-                the observation at which an episode was truncated.
-
-        Returns:
-            Logits and Q-values ``[T, B, A]``, the final state and the kept states.
-        """
-        lstm_out, final_state, kept_state = self.memory(obs, episode_starts, state, keep_states_at)
-        latent_pi, latent_q = self.mlp_extractor(self.post_lstm(lstm_out))
-        return RecurrentOutput(
-            logits=self.action_net(latent_pi),
-            q_values=self.q_net(latent_q),
-            state=final_state,
-            kept_state=kept_state,
-        )
-
-    def forward(self, obs: PyTorchObs, episode_starts: th.Tensor, state: LSTMState) -> RecurrentOutput:
-        """Same as :meth:`forward_sequence` (``[T, B, ...]`` inputs)."""
-        return self.forward_sequence(obs, episode_starts, state)
-
-    def step(
-        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor
-    ) -> tuple[PolicyOutput, LSTMState]:
-        """One step of ``B`` sequences: ``obs [B, ...]``, ``episode_starts [B]`` -> ``[B, A]`` outputs."""
-        output = self.forward_sequence(
-            map_observations(lambda x: x.unsqueeze(0), obs), episode_starts.reshape(1, -1), state
-        )
-        return PolicyOutput(logits=output.logits[0], q_values=output.q_values[0]), output.state
-
-    def action_probs(
-        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor
-    ) -> tuple[th.Tensor, LSTMState]:
-        """``[B, A]`` action probabilities ``pi(.|x, state)`` and the next state."""
-        output, next_state = self.step(obs, state, episode_starts)
-        return th.softmax(output.logits, dim=-1), next_state
-
-    def step_actions(
-        self, obs: PyTorchObs, state: LSTMState, episode_starts: th.Tensor, deterministic: bool
-    ) -> tuple[np.ndarray, LSTMState]:
-        output, next_state = self.step(obs, state, episode_starts)
-        return select_actions(output.logits, deterministic).cpu().numpy(), next_state
-
-    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
-        # BasePolicy's stateless interface: every observation starts an episode (use predict for memory).
-        (n,) = leading_shape(observation)
-        output, _ = self.step(
-            observation, self.initial_state(n), th.ones(n, dtype=th.bool, device=self.device)
-        )
-        return select_actions(output.logits, deterministic)
+def _rename_post_lstm(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+    """Model files written before the one policy family name the layers after the LSTM of a ``Discrete``
+    policy ``post_lstm``: load them as ``shared_net``."""
+    del module, args
+    old = f"{prefix}post_lstm."
+    for key in [key for key in state_dict if key.startswith(old)]:
+        state_dict[f"{prefix}shared_net.{key[len(old) :]}"] = state_dict.pop(key)
 
 
 class MlpLstmPolicy(RecurrentACERPolicy):
-    """SB2's ``MlpLstmPolicy``: flatten -> 64 -> 64 (tanh) -> LSTM(256) -> ``pi`` and ``Q`` heads."""
+    """SB2's ``MlpLstmPolicy``: flatten -> 64 -> 64 (tanh) -> LSTM(256) -> the heads."""
 
 
 class MlpLnLstmPolicy(RecurrentACERPolicy):
@@ -523,7 +494,7 @@ class MlpLnLstmPolicy(RecurrentACERPolicy):
 
 
 class CnnLstmPolicy(RecurrentACERPolicy):
-    """SB2's ``CnnLstmPolicy``: Nature-CNN features (512) -> LSTM(256) -> ``pi`` and ``Q`` heads (ReLU)."""
+    """SB2's ``CnnLstmPolicy``: Nature-CNN features (512) -> LSTM(256) -> the heads (ReLU)."""
 
     __init__ = init_with_defaults(
         RecurrentACERPolicy.__init__, activation_fn=nn.ReLU, features_extractor_class=NatureCNN
@@ -542,7 +513,7 @@ class CnnLnLstmPolicy(CnnLstmPolicy):
 
 
 class MultiInputLstmPolicy(RecurrentACERPolicy):
-    """``Dict`` observations: SB3's ``CombinedExtractor`` -> 64 -> 64 (tanh) -> LSTM(256) -> ``pi`` and
-    ``Q`` heads (as sb3-contrib's ``MultiInputLstmPolicy`` of RecurrentPPO)."""
+    """``Dict`` observations: SB3's ``CombinedExtractor`` -> 64 -> 64 (tanh) -> LSTM(256) -> the heads (as
+    sb3-contrib's ``MultiInputLstmPolicy`` of RecurrentPPO)."""
 
     __init__ = init_with_defaults(RecurrentACERPolicy.__init__, features_extractor_class=CombinedExtractor)
