@@ -498,7 +498,7 @@ def test_an_unreadable_yaml_file_raises_log_folder_error(tmp_path: pathlib.Path)
             r"name its package with --gym-packages my_policies or pass --trust-log-folder",
         ),
         ({"vec_env_wrapper": "stable_baselines3.common.vec_env.VecNormalize"}, None),
-        ({"policy": "sb3_acer.policies.MlpPolicy"}, None),
+        ({"policy": "sb3_acer.acer.policies.MlpPolicy"}, None),
         (
             {"env_wrapper": [{"torch.save": {"f": "written"}}]},
             r"refusing env_wrapper torch\.save: it is not a Wrapper class, and the zoo would call it; pass",
