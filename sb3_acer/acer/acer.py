@@ -230,7 +230,9 @@ class ACER(SegmentAlgorithm):
         environment (made from its id)."""
         check_hyperparameters(arguments)
         policy_kwargs = arguments["policy_kwargs"]
-        policy_class = check_policy(arguments["policy"], cls.taken_policy_aliases, POLICY_BASES)
+        policy_class = check_policy(
+            arguments["policy"], cls.taken_policy_aliases, POLICY_BASES, list(cls.policy_aliases)
+        )
         env = supported_env(arguments["env"], arguments["verbose"], needed=arguments["_init_setup_model"])
         # The keywords of the policy built for the env's actions (MlpPolicy is an SDN policy for Box ones).
         action_space = None if env is None else env.action_space

@@ -267,20 +267,18 @@ def check_learn_arguments(
 # ---------------------------------------------------------------------- policy and optimizer settings
 
 
-def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...]) -> type:
+def check_policy(policy: Any, aliases: dict[str, type], base: tuple[type, ...], listed: list[str]) -> type:
     """The policy class that ``policy`` (a class or one of ``aliases``) names, after checking that it is a
-    subclass of one of ``base``.
+    subclass of one of ``base``; messages offer the ``listed`` names (the names users see).
 
     Raises:
         ValueError: naming what is wrong.
     """
     if isinstance(policy, str) and policy not in aliases:
-        raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(aliases)} or a class")
+        raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(listed)} or a class")
     if not isinstance(policy, str) and not (isinstance(policy, type) and issubclass(policy, base)):
-        raise ValueError(
-            "policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of "
-            f"{sorted(aliases)}"
-        )
+        kinds = " or ".join(cls.__name__ for cls in base)
+        raise ValueError(f"policy must be an {kinds} subclass or one of {sorted(listed)}")
     return aliases[policy] if isinstance(policy, str) else policy
 
 

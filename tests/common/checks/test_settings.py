@@ -23,9 +23,7 @@ from sb3_acer.common.buffers import SegmentReplayBuffer
 
 POLICY_NAMES = (
     "['CnnLnLstmPolicy', 'CnnLstmPolicy', 'CnnPolicy', 'MlpLnLstmPolicy', 'MlpLstmPolicy', 'MlpPolicy', "
-    "'MultiInputLstmPolicy', 'MultiInputPolicy', 'SDNCnnLnLstmPolicy', 'SDNCnnLstmPolicy', 'SDNCnnPolicy', "
-    "'SDNMlpLnLstmPolicy', 'SDNMlpLstmPolicy', 'SDNMlpPolicy', 'SDNMultiInputLstmPolicy', "
-    "'SDNMultiInputPolicy']"
+    "'MultiInputLstmPolicy', 'MultiInputPolicy']"
 )
 LR_SCHEDULES = "['constant', 'double_linear_con', 'double_middle_drop', 'linear', 'middle_drop']"
 MLP_KWARGS = (
@@ -141,12 +139,12 @@ BAD_HYPERPARAMETERS: list[tuple[Any, dict[str, Any], str]] = [
     (
         3,
         {},
-        f"policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of {POLICY_NAMES}",
+        f"policy must be an ACERPolicy subclass or one of {POLICY_NAMES}",
     ),
     (
         ActorCriticPolicy,
         {},
-        f"policy must be an ACERPolicy, RecurrentACERPolicy or SDNPolicy subclass or one of {POLICY_NAMES}",
+        f"policy must be an ACERPolicy subclass or one of {POLICY_NAMES}",
     ),
     ("MlpPolicy", dict(policy_kwargs="net_arch"), "policy_kwargs must be a dict, got str"),
     (
