@@ -145,13 +145,6 @@ def make_env(
             raise UsageError(f"ACER cannot use {info.env_id}: {one_line(error)}") from None
         return env
 
-    make_kwargs: dict[str, Any] = {}
-    if render_mode is not None:
-        make_kwargs["render_mode"] = render_mode
-    if info.atari and gym.spec(info.env_id).kwargs.get("frameskip") != 1:
-        make_kwargs["frameskip"] = 1  # AtariWrapper skips frames itself
-    make_kwargs.update(env_kwargs or {})
-
     def make(**kwargs: Any) -> gym.Env:
         import_gym_packages(info.modules)  # in a SafeSubprocVecEnv worker too
         if info.atari:  # in a SafeSubprocVecEnv worker too, which has not registered the games yet
@@ -179,19 +172,37 @@ def make_env(
             seed=seed,
             monitor_dir=None if monitor_dir is None else str(monitor_dir),
             wrapper_class=wrap,
-            env_kwargs=make_kwargs,
+            env_kwargs=make_kwargs(info, render_mode, env_kwargs),
             vec_env_cls=SafeSubprocVecEnv if subprocesses else DummyVecEnv,
         )
     except gym.error.DependencyNotInstalled as error:
         raise CLIError(f"{info.env_id} needs an optional dependency: {error}") from None
     except ImportError as error:
         raise CLIError(f"{info.env_id} needs a module that is not installed: {one_line(error)}") from None
+    return stacked_and_transposed(venv, info)
+
+
+def make_kwargs(info: EnvInfo, render_mode: str | None, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """The keyword arguments of ``gymnasium.make`` for ``info``'s env: ``render_mode``, Atari's
+    ``frameskip=1`` (``AtariWrapper`` skips frames itself), then ``env_kwargs``."""
+    kwargs: dict[str, Any] = {}
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    if info.atari and gym.spec(info.env_id).kwargs.get("frameskip") != 1:
+        kwargs["frameskip"] = 1
+    kwargs.update(env_kwargs or {})
+    return kwargs
+
+
+def stacked_and_transposed(venv: VecEnv, info: EnvInfo) -> VecEnv:
+    """``venv`` with Atari's 4-frame stack, and channel-last images made channel-first, as ACER does it to
+    its training env."""
     if info.atari:
         venv = VecFrameStack(venv, n_stack=ATARI_FRAME_STACK)
     if is_image_space(venv.observation_space) and not is_image_space_channels_first(
         venv.observation_space  # type: ignore[arg-type]
     ):
-        venv = VecTransposeImage(venv)  # as ACER does it to its training env
+        venv = VecTransposeImage(venv)
     return venv
 
 

@@ -11,7 +11,8 @@ random generators), each through a method of the model. What a file means, apart
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
@@ -38,6 +39,19 @@ NEVER_SAVED = frozenset(
     {"policy", "device", "env", "rollout_buffer", "_vec_normalize_env", "_episode_storage", "_logger"}
     | {"_custom_logger", "_last_obs", "_last_episode_starts", "_last_original_obs"}
 )
+
+
+@contextlib.contextmanager
+def saved_settings_refused(path: model_io.PathOrFile, overridden: bool) -> Iterator[None]:
+    """Settings the file holds that the constructor refuses (``ValueError``, ``TypeError``) are a
+    :class:`ModelFileError` naming the file; with values the caller ``overridden``, which may be the cause,
+    the error is raised as it is."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        if overridden:
+            raise
+        raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
 
 
 class DataFileAlgorithm(BaseAlgorithm):
@@ -262,7 +276,7 @@ class DataFileAlgorithm(BaseAlgorithm):
             policy_class, policy_given, overrides = model_io.load_arguments(
                 path, saved, custom_objects, kwargs, classes, cls.taken_policy_aliases, names
             )
-            try:
+            with saved_settings_refused(path, bool(overrides)):
                 model = cls(  # type: ignore[call-arg]
                     policy=policy_class,
                     env=None,
@@ -271,10 +285,6 @@ class DataFileAlgorithm(BaseAlgorithm):
                     _init_setup_model=False,
                     **saved.hyperparameters,
                 )
-            except (ValueError, TypeError) as error:
-                if overrides:  # the given values may be the cause: report the error as it is
-                    raise
-                raise ModelFileError(f"{path}: the saved settings are invalid: {error}") from error
             model._set_saved_spaces(path, saved)
             if env is not None:
                 model._attach_env(env)
