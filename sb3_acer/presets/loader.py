@@ -54,6 +54,7 @@ __all__ = [
     "ENV_WRAPPERS",
     "NORMALIZE_KEYS",
     "PRESET_FILE",
+    "RUN_KEYS",
     "Preset",
     "PresetError",
     "WrapperSpec",

@@ -20,21 +20,14 @@ policy's family. The pure maths stay in :mod:`sb3_acer.common.functional`; the r
 helpers not re-exported here are in the submodules.
 """
 
+from sb3_acer.common.update import pipeline
 from sb3_acer.common.update.categorical import CategoricalTerms
-from sb3_acer.common.update.pipeline import (
-    compute_gradients,
-    loss_terms,
-    network_outputs,
-    recurrent_rows,
-    sequence_inputs,
-    terms_for,
-    trust_region_backward,
-    update_stats,
-)
+from sb3_acer.common.update.pipeline import *  # noqa: F403 - the shared steps, by pipeline.__all__
 from sb3_acer.common.update.records import ACERTerms, AnyPolicy, NetworkOutputs, UpdateConfig, UpdateStats
 from sb3_acer.common.update.sdn import SDNDraws, SDNTerms, draw_samples
 
 __all__ = [
+    *pipeline.__all__,
     "ACERTerms",
     "AnyPolicy",
     "CategoricalTerms",
@@ -43,13 +36,5 @@ __all__ = [
     "SDNTerms",
     "UpdateConfig",
     "UpdateStats",
-    "compute_gradients",
     "draw_samples",
-    "loss_terms",
-    "network_outputs",
-    "recurrent_rows",
-    "sequence_inputs",
-    "terms_for",
-    "trust_region_backward",
-    "update_stats",
 ]
