@@ -376,7 +376,11 @@ def sdn_policy_gradient(
     Args:
         grad_log_pi_i: ``[T, B, ...]`` ``d log f(a_t|phi) / d phi``.
         grad_log_pi_sampled: ``[T, B, ...]`` ``d log f(a'_t|phi) / d phi``.
-        rho_i, rho_sampled, q_opc, q_sampled, values: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        rho_i: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        rho_sampled: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        q_opc: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        q_sampled: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        values: ``[T, B]``, as in :func:`sdn_policy_loss`.
         c: truncation threshold.
         eps: guard in the correction weight.
 
@@ -427,7 +431,11 @@ def continuous_policy_gradient(
         sampled_actions: ``[T, B, D]`` one action ``a'_t ~ pi(.|x_t)`` per sample.
         mean: ``[T, B, D]`` current means.
         log_std: ``[T, B, D]`` current log standard deviations.
-        rho_i, rho_sampled, q_opc, q_sampled, values: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        rho_i: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        rho_sampled: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        q_opc: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        q_sampled: ``[T, B]``, as in :func:`sdn_policy_loss`.
+        values: ``[T, B]``, as in :func:`sdn_policy_loss`.
         c: truncation threshold.
         ent_coef: weight of the entropy bonus.
         eps: guard in the correction weight.
