@@ -406,3 +406,44 @@ def test_readme_links_exist() -> None:
     local = [target for target in targets if "://" not in target]
     assert "docs/results.md" in local
     assert [target for target in local if not (ROOT / target).exists()] == []
+
+
+# ----------------------------------------------------------------------------------- roles in docstrings
+_ROLES_SPEC = importlib.util.spec_from_file_location(
+    "docs_hook_roles", ROOT / "docs" / "hooks" / "sphinx_roles.py"
+)
+assert _ROLES_SPEC is not None and _ROLES_SPEC.loader is not None
+sphinx_roles = importlib.util.module_from_spec(_ROLES_SPEC)
+_ROLES_SPEC.loader.exec_module(sphinx_roles)
+
+
+def test_sphinx_roles_become_optional_links() -> None:
+    """The API pages render the docstrings' Sphinx roles as code linked to the entry they name, resolved
+    from where the docstring is, and plain code where no name can be found."""
+    import griffe
+
+    modules = {
+        "__init__.py": "from pkg.records import Stats\n",
+        "records.py": "class Stats:\n    def total(self):\n        pass\n",
+        "steps.py": "from pkg.records import Stats\n\ndef step():\n    pass\n",
+    }
+    with griffe.temporary_visited_package("pkg", modules) as package:
+        step = package["steps"]["step"]
+        stats = package["records"]["Stats"]
+        render = sphinx_roles.render_roles
+
+        def link(path: str, shown: str) -> str:
+            return f'<autoref identifier="{path}" optional><code>{shown}</code></autoref>'
+
+        assert render(":class:`Stats`, :func:`~pkg.steps.step`", step) == (
+            f"{link('pkg.records.Stats', 'Stats')}, {link('pkg.steps.step', 'step')}"
+        )
+        assert render(":meth:`total` and :meth:`Stats.total`", stats) == (
+            f"{link('pkg.records.Stats.total', 'total')} and {link('pkg.records.Stats.total', 'Stats.total')}"
+        )
+        assert render(":mod:`.records` and :class:`~.records.Stats`", package) == (
+            f"{link('pkg.records', 'records')} and {link('pkg.records.Stats', 'Stats')}"
+        )
+        assert render(":mod:`.records`", step) == link("pkg.records", "records")
+        assert render(":data:`UNKNOWN` and :func:`missing()`", step) == "`UNKNOWN` and `missing`"
+        assert render("as follows::\n\n    x = 1\n::\n", None) == "as follows:\n\n    x = 1\n::\n"
