@@ -152,6 +152,14 @@ class SegmentAlgorithm(DataFileAlgorithm):
         ``infos[t]``: step ``t``'s, of each env; ``on_step(infos[t])`` after each), then the rollout's end,
         the schedule's progress and :meth:`train`.
 
+        Args:
+            segment: the segment to learn from, ``n_steps`` steps of every env.
+            dones: step by step, whether each env's episode ended (``n_steps`` rows).
+            infos: step by step, each env's info dicts (``n_steps`` rows).
+            callback: the callback :meth:`setup_learn` returned.
+            total_timesteps: the step count :meth:`setup_learn` returned (the schedules' progress).
+            on_step: called with each step's infos after its callbacks, if given.
+
         Returns:
             ``False`` if a callback stopped training (then nothing is trained on).
         """
@@ -186,6 +194,15 @@ class SegmentAlgorithm(DataFileAlgorithm):
         As SB3's ``BaseAlgorithm._setup_learn``, except that the environment is reset only when it has to
         be (first call or after ``set_env``), as SB2 does: repeated ``learn`` calls continue the same
         episodes.
+
+        Args:
+            total_timesteps: the steps to train for (counted on from the model's, unless
+                ``reset_num_timesteps``).
+            callback: as ``learn``'s: SB3 callbacks, a list of them, SB2's callable, or None.
+            reset_num_timesteps: start the step count and the episode statistics from zero, in a new
+                TensorBoard run.
+            tb_log_name: the TensorBoard run's name.
+            progress_bar: show a progress bar.
 
         Returns:
             The step count to train up to, and the callback to pass to :meth:`learn_from_segment`.
