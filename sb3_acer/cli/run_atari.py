@@ -43,7 +43,7 @@ from sb3_acer.cli.actors import (
 )
 from sb3_acer.cli.arguments import check_device, integer
 from sb3_acer.cli.environments import EnvInfo
-from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line
+from sb3_acer.cli.errors import CLIError, UsageError, check_optional, check_progress_bar, one_line
 from sb3_acer.cli.run_folder import (
     RunFiles,
     check_can_create,
@@ -245,8 +245,7 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths:
     ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
     check_device(args.device)  # one torch has no backend for (mps, xla, meta), found before the games start
     if not args.no_progress_bar:
-        for module in ("tqdm", "rich"):
-            check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        check_progress_bar()
     if logdir is not None:
         check_optional("tensorboard", "--logdir", "pip install tensorboard")
         check_can_create(logdir, "--logdir", folder=True)
@@ -370,35 +369,11 @@ def _run(
     actors = actor_settings(
         args, TrainEnvFactory(EnvInfo(args.env, atari=True), sampler=args.sampler), paths.monitor
     )
-    env = make_atari_vec_env(
-        args.env,
-        args.n_envs,
-        seed=args.seed,
-        sampler=args.sampler,
-        monitor_dir=None if paths.monitor is None or actors is not None else str(paths.monitor),
-        num_threads=args.env_threads,
-    )
-    try:
-        model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
-    except MemoryError as error:  # a replay memory larger than the machine's
-        env.close()
-        raise UsageError(
-            f"cannot build the model: {one_line(error)}; lower --buffer-size or --n-envs"
-        ) from None
-    except BaseException:
-        env.close()
-        raise
+    env, model = _start(args, None if actors is not None else paths.monitor)
     eval_env: VecEnv | None = None
     logger: Logger | None = None
     try:
-        if logdir is not None:
-            # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's folder.
-            run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
-            files.logs.append(run)
-            logger = configure(
-                str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
-            )
-            model.set_logger(logger)
+        logger = _logger(args, logdir, model, files)
         if args.eval_freq > 0:
             eval_env = make_atari_vec_env(
                 args.env,
@@ -434,6 +409,43 @@ def _run(
     if args.verbose:
         print(f"saved the model to {paths.final}")
     return paths.final
+
+
+def _start(args: argparse.Namespace, monitor: pathlib.Path | None) -> tuple[VecEnv, ACER]:
+    """The training games (their episodes in ``monitor``, if given) and the model; a replay memory larger
+    than the machine's is a :class:`UsageError` that says which options to lower."""
+    env = make_atari_vec_env(
+        args.env,
+        args.n_envs,
+        seed=args.seed,
+        sampler=args.sampler,
+        monitor_dir=None if monitor is None else str(monitor),
+        num_threads=args.env_threads,
+    )
+    try:
+        return env, ACER(POLICIES[args.policy], env, **_acer_settings(args))
+    except MemoryError as error:
+        env.close()
+        raise UsageError(
+            f"cannot build the model: {one_line(error)}; lower --buffer-size or --n-envs"
+        ) from None
+    except BaseException:
+        env.close()
+        raise
+
+
+def _logger(
+    args: argparse.Namespace, logdir: pathlib.Path | None, model: ACER, files: RunFiles
+) -> Logger | None:
+    """With ``--logdir``, the model's logger: TensorBoard and CSV (``progress.csv``, as SB2's logger wrote)
+    in ``<logdir>/ACER_<n>``, SB3's folder, which is added to the run's ``files``."""
+    if logdir is None:
+        return None
+    run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+    files.logs.append(run)
+    logger = configure(str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"])
+    model.set_logger(logger)
+    return logger
 
 
 def _callbacks(
