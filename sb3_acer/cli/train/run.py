@@ -1,7 +1,8 @@
 """A ``train`` run in its locked run folder: the earlier run's files set aside (``--overwrite``), the envs
 and the model built, trained (with evaluations and the best model under ``--eval-freq``), saved with the
 run's description and statistics, and summed up. A run that trains nothing keeps nothing and puts the
-earlier run's files back; a model that cannot be saved where it should is saved elsewhere."""
+earlier run's files back; a model that cannot be saved where it should is saved elsewhere. ``run_atari``
+trains and ends its runs through the same steps (:func:`learn_until_stopped`, :func:`finish_run`)."""
 
 from __future__ import annotations
 
