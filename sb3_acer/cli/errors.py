@@ -4,7 +4,16 @@ messages."""
 
 from __future__ import annotations
 
-__all__ = ["PROG", "CLIError", "UsageError", "check_optional", "count", "one_line", "stopped_by"]
+__all__ = [
+    "PROG",
+    "CLIError",
+    "UsageError",
+    "check_optional",
+    "check_progress_bar",
+    "count",
+    "one_line",
+    "stopped_by",
+]
 
 #: The name of the command, as its messages and help write it.
 PROG = "sb3-acer"
@@ -35,6 +44,12 @@ def check_optional(module: str, purpose: str, install: str) -> None:
         __import__(module)
     except ImportError:
         raise CLIError(f"{purpose} needs {module}: {install}") from None
+
+
+def check_progress_bar() -> None:
+    """SB3's progress bar needs tqdm and rich: :class:`CLIError` naming the first missing, before a run."""
+    for module in ("tqdm", "rich"):
+        check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
 
 
 def count(n: int, noun: str) -> str:

@@ -22,13 +22,10 @@ each, feeding one learner (docs/guide/distributed.md); their episodes go to
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import inspect
 import pathlib
-import shutil
 import sys
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
@@ -46,22 +43,18 @@ from sb3_acer.cli.actors import (
 )
 from sb3_acer.cli.arguments import check_device, integer
 from sb3_acer.cli.environments import EnvInfo
-from sb3_acer.cli.errors import CLIError, UsageError, check_optional, one_line, stopped_by
+from sb3_acer.cli.errors import CLIError, UsageError, check_optional, check_progress_bar, one_line
 from sb3_acer.cli.run_folder import (
+    RunFiles,
     check_can_create,
     check_nothing_set_aside,
     check_replaceable,
     in_folder,
-    make_folders,
-    put_back,
-    remove_folders,
     run_lock,
-    set_aside,
     set_aside_files,
 )
-from sb3_acer.cli.train.run import learn_until_stopped, save_trained
+from sb3_acer.cli.train.run import NothingSaved, finish_run, learn_until_stopped
 from sb3_acer.common.schedules import LR_SCHEDULES
-from sb3_acer.distributed import RayActors
 from sb3_acer.envs.atari import SAMPLERS, ale_game_name, make_atari_vec_env
 
 __all__ = ["build_parser", "main"]
@@ -252,8 +245,7 @@ def _check_options(args: argparse.Namespace, logdir: pathlib.Path | None, paths:
     ACER.check_settings(POLICIES[args.policy], **_acer_settings(args))
     check_device(args.device)  # one torch has no backend for (mps, xla, meta), found before the games start
     if not args.no_progress_bar:
-        for module in ("tqdm", "rich"):
-            check_optional(module, "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        check_progress_bar()
     if logdir is not None:
         check_optional("tensorboard", "--logdir", "pip install tensorboard")
         check_can_create(logdir, "--logdir", folder=True)
@@ -355,90 +347,33 @@ def _train(
     """Train and save. With --overwrite, the earlier run's files (but its model, which the new one replaces
     when it is saved) are set aside as hidden ``.<name>.previous`` files until this run has trained
     something, and put back if it has not (a failure or Ctrl-C before the first step)."""
-    aside = set_aside([path for path in earlier if path != paths.final])
-    made: list[pathlib.Path] = []  # folders this run made (removed again, deepest first)
-    logs: list[pathlib.Path] = []  # the run's log folder (TensorBoard, CSV), once made
-    kept = False
-
-    def keep() -> None:
-        nonlocal kept
-        kept = True  # from here on the run's files are kept, whatever happens to the set-aside ones
-        for _, moved in aside:
-            with contextlib.suppress(OSError):  # a file that went away, or cannot go: named by the next run
-                moved.unlink()
-
+    places = [(folder, pattern) for folder, pattern, _ in _run_files(args, logdir, paths)]
+    files = RunFiles(places, [path for path in earlier if path != paths.final])
     try:
         # The folders the run writes in (CheckpointCallback would make its own at the start of training).
         for folder in (paths.monitor, paths.checkpoints):
-            made += make_folders(folder) if folder is not None else []
-        return _run(args, logdir, paths, keep, logs)
+            if folder is not None:
+                files.make_folders(folder)
+        return _run(args, logdir, paths, files)
     except BaseException:
-        if not kept:
-            _put_back(args, logdir, paths, aside, made, logs)
+        files.abandon()  # nothing, once the run has something to save
         raise
 
 
-def _put_back(
-    args: argparse.Namespace,
-    logdir: pathlib.Path | None,
-    paths: _Paths,
-    aside: list[tuple[pathlib.Path, pathlib.Path]],
-    made: list[pathlib.Path],
-    logs: list[pathlib.Path],
-) -> None:
-    """Keep nothing of a run that trained nothing, and put the earlier run's files back: every file where this
-    run writes is this run's, as the earlier run's were set aside (or stopped the run)."""
-    for folder, pattern, _ in _run_files(args, logdir, paths):
-        for path in folder.glob(pattern):
-            path.unlink()
-    put_back(aside)
-    for folder in logs:  # closed by now
-        shutil.rmtree(folder, ignore_errors=True)
-    remove_folders(made)
-
-
 def _run(
-    args: argparse.Namespace,
-    logdir: pathlib.Path | None,
-    paths: _Paths,
-    keep: Callable[[], None],
-    logs: list[pathlib.Path],
+    args: argparse.Namespace, logdir: pathlib.Path | None, paths: _Paths, files: RunFiles
 ) -> pathlib.Path:
-    """Make the games and the model, train, and save; ``keep()`` is called once something was trained, and
-    the run's log folder is added to ``logs``. With ``--actors`` the learner's own games are not played
+    """Make the games and the model, train, and save (:func:`~sb3_acer.cli.train.run.finish_run`); the
+    run's log folder is added to ``files``. With ``--actors`` the learner's own games are not played
     (they give the model its spaces) and the actors' episodes go to the Monitor log."""
     actors = actor_settings(
         args, TrainEnvFactory(EnvInfo(args.env, atari=True), sampler=args.sampler), paths.monitor
     )
-    env = make_atari_vec_env(
-        args.env,
-        args.n_envs,
-        seed=args.seed,
-        sampler=args.sampler,
-        monitor_dir=None if paths.monitor is None or actors is not None else str(paths.monitor),
-        num_threads=args.env_threads,
-    )
-    try:
-        model = ACER(POLICIES[args.policy], env, **_acer_settings(args))
-    except MemoryError as error:  # a replay memory larger than the machine's
-        env.close()
-        raise UsageError(
-            f"cannot build the model: {one_line(error)}; lower --buffer-size or --n-envs"
-        ) from None
-    except BaseException:
-        env.close()
-        raise
+    env, model = _start(args, None if actors is not None else paths.monitor)
     eval_env: VecEnv | None = None
     logger: Logger | None = None
     try:
-        if logdir is not None:
-            # TensorBoard and CSV (progress.csv, as SB2's logger wrote) in <logdir>/ACER_<n>, SB3's folder.
-            run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
-            logs.append(run)
-            logger = configure(
-                str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"]
-            )
-            model.set_logger(logger)
+        logger = _logger(args, logdir, model, files)
         if args.eval_freq > 0:
             eval_env = make_atari_vec_env(
                 args.env,
@@ -455,16 +390,62 @@ def _run(
                 f"({4 * args.num_timesteps} frames), replay memory {size}, device {model.device}"
             )
         with ray_session(actors):
-            _learn_and_save(args, model, paths.final, _callbacks(args, logdir, paths, eval_env), keep, actors)
+            interrupted, failure = learn_until_stopped(
+                model,
+                args.verbose,
+                total_timesteps=args.num_timesteps,
+                callback=_callbacks(args, logdir, paths, eval_env),
+                log_interval=args.log_interval,
+                progress_bar=not args.no_progress_bar,
+                actors=actors,
+            )
     finally:
         env.close()
         if eval_env is not None:
             eval_env.close()
         if logger is not None:
             logger.close()  # flushes progress.csv and the TensorBoard events
+    _finish(model, interrupted, failure, files, paths.final)
     if args.verbose:
         print(f"saved the model to {paths.final}")
     return paths.final
+
+
+def _start(args: argparse.Namespace, monitor: pathlib.Path | None) -> tuple[VecEnv, ACER]:
+    """The training games (their episodes in ``monitor``, if given) and the model; a replay memory larger
+    than the machine's is a :class:`UsageError` that says which options to lower."""
+    env = make_atari_vec_env(
+        args.env,
+        args.n_envs,
+        seed=args.seed,
+        sampler=args.sampler,
+        monitor_dir=None if monitor is None else str(monitor),
+        num_threads=args.env_threads,
+    )
+    try:
+        return env, ACER(POLICIES[args.policy], env, **_acer_settings(args))
+    except MemoryError as error:
+        env.close()
+        raise UsageError(
+            f"cannot build the model: {one_line(error)}; lower --buffer-size or --n-envs"
+        ) from None
+    except BaseException:
+        env.close()
+        raise
+
+
+def _logger(
+    args: argparse.Namespace, logdir: pathlib.Path | None, model: ACER, files: RunFiles
+) -> Logger | None:
+    """With ``--logdir``, the model's logger: TensorBoard and CSV (``progress.csv``, as SB2's logger wrote)
+    in ``<logdir>/ACER_<n>``, SB3's folder, which is added to the run's ``files``."""
+    if logdir is None:
+        return None
+    run = logdir / f"ACER_{get_latest_run_id(str(logdir), 'ACER') + 1}"
+    files.logs.append(run)
+    logger = configure(str(run), ["stdout", "csv", "tensorboard"] if args.verbose else ["csv", "tensorboard"])
+    model.set_logger(logger)
+    return logger
 
 
 def _callbacks(
@@ -496,46 +477,20 @@ def _callbacks(
     return callbacks
 
 
-def _learn_and_save(
-    args: argparse.Namespace,
-    model: ACER,
-    final: pathlib.Path,
-    callbacks: list[BaseCallback],
-    keep: Callable[[], None],
-    actors: RayActors | None = None,
+def _finish(
+    model: ACER, interrupted: bool, failure: Exception | None, files: RunFiles, final: pathlib.Path
 ) -> None:
-    """Train (Ctrl-C or a failure stops it) and save what was trained at ``final``; ``SystemExit`` with one
-    line when nothing was trained, the model could not be saved there, or a failure stopped training."""
-    interrupted, failure = learn_until_stopped(
-        model,
-        args.verbose,
-        total_timesteps=args.num_timesteps,
-        callback=callbacks,
-        log_interval=args.log_interval,
-        progress_bar=not args.no_progress_bar,
-        actors=actors,
-    )
-    if model.num_timesteps == 0:  # an untrained model would only replace an earlier, trained one
-        if interrupted:
-            print(
-                "interrupted before the first step: nothing was trained, so no model was saved",
-                file=sys.stderr,
-            )
-            raise SystemExit(130)
-        if failure is not None:
-            stopped = stopped_by(failure, 0)
-            print(f"error: {stopped}nothing was trained, so no model was saved", file=sys.stderr)
-            raise SystemExit(1)
-    if interrupted:
-        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
-    keep()  # the earlier run's files set aside by --overwrite go: this run has something to save
+    """Save what was trained at ``final`` (:func:`~sb3_acer.cli.train.run.finish_run`); ``SystemExit`` with
+    one line when nothing was trained, the model could not be saved there, or a failure stopped training."""
 
     def save(path: pathlib.Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         model.save(path)
 
     try:
-        save_trained(model, save, final, failure)
+        finish_run(model, interrupted, failure, files, save, final)
+    except NothingSaved:
+        raise SystemExit(130) from None
     except CLIError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None

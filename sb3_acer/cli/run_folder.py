@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import pathlib
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 
@@ -17,6 +18,7 @@ from sb3_acer.cli.errors import CLIError, UsageError, one_line
 
 __all__ = [
     "LOCK_NAME",
+    "RunFiles",
     "check_can_create",
     "check_nothing_set_aside",
     "check_replaceable",
@@ -173,6 +175,46 @@ def check_nothing_set_aside(stale: Sequence[pathlib.Path]) -> None:
             f"{path} is an earlier run's file, set aside by a run that was stopped before it could put it "
             f"back; rename it to {original} (over that run's own file, if there is one), or remove it"
         )
+
+
+class RunFiles:
+    """What a run changes where it writes, undone by :meth:`abandon` if it trains nothing: the earlier run's
+    ``earlier`` files, set aside (:func:`set_aside`, which raises :class:`CLIError` if one cannot be moved)
+    until :meth:`keep`; the folders it made (:meth:`make_folders`); the log folders it opened (``logs``);
+    and its own files, the ``places`` (folder, glob pattern) where it writes."""
+
+    def __init__(self, places: Sequence[tuple[pathlib.Path, str]], earlier: Sequence[pathlib.Path]) -> None:
+        self.places = list(places)
+        self.aside = set_aside(earlier)
+        self.made: list[pathlib.Path] = []
+        self.logs: list[pathlib.Path] = []
+        self.settled = False
+
+    def make_folders(self, folder: pathlib.Path) -> None:
+        """``mkdir -p folder``, remembering the folders made."""
+        self.made += make_folders(folder)
+
+    def keep(self) -> None:
+        """The run has something to save: its files stay, whatever happens next, and the earlier run's
+        set-aside files go (one that went away, or cannot go, is left to the next run to name)."""
+        self.settled = True
+        for _, moved in self.aside:
+            with contextlib.suppress(OSError):
+                moved.unlink()
+
+    def abandon(self) -> None:
+        """Keep nothing of a run that trained nothing (an empty run would block the corrected command) and
+        put the earlier run's files back: every file where the run writes is its own, as the earlier run's
+        were set aside (or stopped the run). Does nothing once the run's files are kept or abandoned."""
+        if self.settled:
+            return
+        self.settled = True
+        for path in dict.fromkeys(path for folder, pattern in self.places for path in folder.glob(pattern)):
+            path.unlink()
+        put_back(self.aside)
+        for folder in self.logs:  # closed by now
+            shutil.rmtree(folder, ignore_errors=True)
+        remove_folders(self.made)
 
 
 @contextlib.contextmanager

@@ -812,3 +812,26 @@ def test_train_refuses_a_run_folder_where_a_killed_run_set_files_aside(
         "is one), or remove it",
     )
     assert out == "" and snapshot(tmp_path) == before
+
+
+def test_train_saves_its_model_when_a_set_aside_file_went_missing(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier run's file that ``--overwrite`` set aside and that went away during training (removed by
+    hand) does not stop the run from keeping and saving its model, as in run_atari (before, train ended in
+    ``error: [Errno 2] No such file or directory`` with no model saved)."""
+    logs, run_dir = tmp_path / "logs", tmp_path / "logs" / "CartPole-v1_0"
+    assert train(capsys, logs, "--timesteps", "100")[0] == 0
+    aside = run_dir / ".model.json.previous"
+    learn = ACER.learn
+
+    def removes_the_set_aside_file(self: ACER, *args: Any, **kwargs: Any) -> ACER:
+        aside.unlink()
+        return learn(self, *args, **kwargs)
+
+    monkeypatch.setattr(ACER, "learn", removes_the_set_aside_file)
+    code, _, err = train(capsys, logs, "--timesteps", "100", "--overwrite")
+    assert code == 0, err
+    assert ACER.load(run_dir / "model.zip").num_timesteps >= 100
+    assert json.loads((run_dir / "model.json").read_text())["env_id"] == "CartPole-v1"
+    assert not list(run_dir.glob(".*.previous"))

@@ -1,7 +1,8 @@
 """A ``train`` run in its locked run folder: the earlier run's files set aside (``--overwrite``), the envs
 and the model built, trained (with evaluations and the best model under ``--eval-freq``), saved with the
 run's description and statistics, and summed up. A run that trains nothing keeps nothing and puts the
-earlier run's files back; a model that cannot be saved where it should is saved elsewhere."""
+earlier run's files back; a model that cannot be saved where it should is saved elsewhere. ``run_atari``
+trains and ends its runs through the same steps (:func:`learn_until_stopped`, :func:`finish_run`)."""
 
 from __future__ import annotations
 
@@ -28,13 +29,10 @@ from sb3_acer.cli.errors import PROG, CLIError, UsageError, count, one_line, sto
 from sb3_acer.cli.imports import top_level
 from sb3_acer.cli.normalization import finite_statistics, save_normalization
 from sb3_acer.cli.run_folder import (
+    RunFiles,
     check_nothing_set_aside,
     check_replaceable,
-    make_folders,
-    put_back,
-    remove_folders,
     save_elsewhere,
-    set_aside,
     set_aside_files,
     set_aside_name,
     sidecar,
@@ -48,6 +46,8 @@ from sb3_acer.presets import ENV_WRAPPERS, evaluation_normalization
 __all__ = [
     "RUN_FILES",
     "BestModelSaver",
+    "NothingSaved",
+    "finish_run",
     "learn_until_stopped",
     "model_files",
     "previous_files",
@@ -174,18 +174,10 @@ class BestModelSaver(BaseCallback):
         return True
 
 
-def _abandon_run(
-    env: VecEnv | None, run_dir: pathlib.Path, aside: list[tuple[pathlib.Path, pathlib.Path]]
-) -> None:
-    """Keep nothing of a run that saves no model (its Monitor logs, evaluations, best model) and put back the
-    earlier run's files that ``--overwrite`` set aside, so that the same command works again. Every run file
-    in the run folder is this run's: the earlier run's were set aside, or the run was refused."""
+def _close(env: VecEnv | None) -> None:
     if env is not None:
         with contextlib.suppress(Exception):  # an env that failed may fail to close too
             env.close()
-    for path in {path for pattern in RUN_FILES for path in run_dir.glob(pattern)}:
-        path.unlink()
-    put_back(aside)
 
 
 def _save_run(
@@ -246,15 +238,14 @@ def run(
     previous = previous_files(run_dir, model_path, args.overwrite)
     # --overwrite: the earlier run's files go, so that none of them is taken for this run's (a run with
     # fewer envs would leave stale Monitor ranks; a model.vecnormalize.npz would be applied by enjoy).
-    # They are set aside (renamed) until the run's envs and model exist, and put back if that fails.
-    aside = set_aside(previous)
+    # They are set aside (renamed) until the run has trained something, and put back if it has not.
+    files = RunFiles([(run_dir, pattern) for pattern in RUN_FILES], previous)
     try:
-        created = make_folders(run_dir)
+        files.make_folders(run_dir)
     except OSError as error:
-        put_back(aside)
+        files.abandon()
         raise CLIError(f"cannot prepare the run: {one_line(error)}") from None
-    env, model = _start(settings, args, run_dir, aside, created, monitor=actors is None)
-    # The earlier run's files stay aside until this one has trained something (see below).
+    env, model = _start(settings, args, run_dir, files, monitor=actors is None)
     eval_callback, on_best = _evaluation(settings, args, run_dir, model, env)
     start = time.perf_counter()
     with ray_session(actors):
@@ -268,37 +259,64 @@ def run(
             actors=actors,
         )
     elapsed = time.perf_counter() - start
-    stopped = stopped_by(failure, model.num_timesteps)
-    unusable = None
+    # A NaN observation, or one so large that the variance overflowed: enjoy could not use the statistics.
+    unusable = isinstance(env, VecNormalize) and not finite_statistics(env)
+    saved: list[pathlib.Path | None] = []  # the statistics' path, once the model is saved
+    try:
+        pressed = finish_run(
+            model,
+            interrupted,
+            failure,
+            files,
+            lambda path: saved.append(_save_run(model, env, settings, run_dir, path)),
+            model_path,
+            rescue=("model.zip", [run_dir]),
+            unusable="the normalisation statistics hold NaN or inf" if unusable else None,
+        )
+    except NothingSaved:
+        return 130
+    finally:
+        _close(env)
+    _summary(model, settings, elapsed, eval_callback, on_best, run_dir, model_path, saved[0])
+    return 130 if interrupted or pressed else 0
+
+
+class NothingSaved(Exception):
+    """Ctrl-C stopped a run that had nothing to save, which :func:`finish_run` said on stderr: exit code
+    130."""
+
+
+def finish_run(
+    model: ACER,
+    interrupted: bool,
+    failure: Exception | None,
+    files: RunFiles,
+    save: Callable[[pathlib.Path], object],
+    path: pathlib.Path,
+    rescue: tuple[str, list[pathlib.Path]] | None = None,
+    unusable: str | None = None,
+) -> bool:
+    """The end of a run that :func:`learn_until_stopped` stopped, ``train``'s and ``run_atari``'s: a model
+    that trained nothing (or that is ``unusable``, said why) is not saved, and the run's ``files`` are
+    abandoned; otherwise they are kept and the model saved by :func:`save_trained`, whose Ctrl-C it returns.
+
+    Raises:
+        NothingSaved: Ctrl-C stopped the run before it had anything to save.
+        CLIError: a failure stopped the run, or the model could not be saved at ``path``.
+    """
     if (failure is not None or interrupted) and model.num_timesteps == 0:
         unusable = "nothing was trained"
-    elif isinstance(env, VecNormalize) and not finite_statistics(env):
-        # A NaN observation, or one so large that the variance overflowed: enjoy could not use them.
-        unusable = "the normalisation statistics hold NaN or inf"
     if unusable is not None:
-        _abandon_run(env, run_dir, aside)
+        files.abandon()
         if interrupted and failure is None:
             when = "before the first step" if model.num_timesteps == 0 else f"at {model.num_timesteps} steps"
             print(f"interrupted {when}: {unusable}, so no model was saved", file=sys.stderr)
-            return 130
-        raise CLIError(f"{stopped}{unusable}, so no model was saved")
+            raise NothingSaved
+        raise CLIError(f"{stopped_by(failure, model.num_timesteps)}{unusable}, so no model was saved")
     if interrupted:
-        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model")
-    for _, moved in aside:
-        moved.unlink()
-    saved: list[pathlib.Path | None] = []  # the statistics' path, once the model is saved
-    try:
-        pressed = save_trained(
-            model,
-            lambda path: saved.append(_save_run(model, env, settings, run_dir, path)),
-            model_path,
-            failure,
-            rescue=("model.zip", [run_dir]),
-        )
-    finally:
-        env.close()
-    _summary(model, settings, elapsed, eval_callback, on_best, run_dir, model_path, saved[0])
-    return 130 if interrupted or pressed else 0
+        print(f"\ninterrupted at {model.num_timesteps} steps; saving the model", flush=True)
+    files.keep()
+    return save_trained(model, save, path, failure, rescue)
 
 
 def learn_until_stopped(model: ACER, verbose: int, **learn_kwargs: Any) -> tuple[bool, Exception | None]:
@@ -356,14 +374,11 @@ def _start(
     settings: TrainSettings,
     args: argparse.Namespace,
     run_dir: pathlib.Path,
-    aside: list[tuple[pathlib.Path, pathlib.Path]],
-    created: list[pathlib.Path],
+    files: RunFiles,
     monitor: bool = True,
 ) -> tuple[VecEnv, ACER]:
     """The run's envs (Monitor logs in ``run_dir`` if ``monitor``; with actors the learner writes them) and
-    model. If they cannot be made, nothing of the run
-    is left (an empty run would block the corrected command without --overwrite) and the earlier run's
-    files are put back."""
+    model. If they cannot be made, the run's ``files`` are abandoned (:meth:`RunFiles.abandon`)."""
     env: VecEnv | None = None
     try:
         env = training_env(
@@ -381,8 +396,8 @@ def _start(
             **settings.hyperparameters,
         )
     except BaseException as error:  # Ctrl-C included
-        _abandon_run(env, run_dir, aside)
-        remove_folders(created)
+        _close(env)
+        files.abandon()
         if isinstance(error, CLIError) or not isinstance(error, Exception):
             raise
         if isinstance(error, OSError):

@@ -18,7 +18,7 @@ from sb3_acer.acer.acer import ACER
 from sb3_acer.cli.actors import TrainEnvFactory, actor_settings, check_actor_options
 from sb3_acer.cli.arguments import check_device
 from sb3_acer.cli.environments import torch_threads
-from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, one_line
+from sb3_acer.cli.errors import PROG, CLIError, UsageError, check_optional, check_progress_bar, one_line
 from sb3_acer.cli.run_folder import check_can_create, in_folder, model_file, run_lock
 from sb3_acer.cli.train.run import model_files, previous_files, run, training_env
 from sb3_acer.cli.train.settings import (
@@ -47,8 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(settings: TrainSettings, args: argparse.Namespace) -> int:
     if not args.no_progress_bar:
-        check_optional("tqdm", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
-        check_optional("rich", "the progress bar", "pip install tqdm rich (or pass --no-progress-bar)")
+        check_progress_bar()
     if args.tensorboard_log is not None:
         check_optional("tensorboard", "--tensorboard-log", "pip install tensorboard")
     env_name = settings.env.name.replace("/", "-")
