@@ -31,6 +31,7 @@ from sb3_acer.acer.policies import (
 )
 from sb3_acer.common.buffers import ReplayBuffer, SegmentReplayBuffer, make_replay_buffer
 from sb3_acer.common.buffers.base import check_memory
+from sb3_acer.common.checks.fields import check, choice
 from sb3_acer.common.checks.observations import check_observation
 from sb3_acer.common.checks.settings import (
     OPTIMIZER_KEYS,
@@ -266,9 +267,7 @@ class ACER(SegmentAlgorithm):
     @lr_schedule.setter
     def lr_schedule(self, value: Any) -> None:
         if isinstance(value, str):
-            if value not in LR_SCHEDULES:
-                raise ValueError(f"unknown lr_schedule {value!r}; choose one of {sorted(LR_SCHEDULES)}")
-            self.lr_schedule_name = value
+            self.lr_schedule_name = check(value, "lr_schedule", choice(LR_SCHEDULES))
         elif callable(value):
             self.learning_rate = value
         else:

@@ -15,7 +15,7 @@ structured arrays).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -114,7 +114,9 @@ def integer_in(minimum: int, maximum: int) -> Rule:
 def choice(choices: Collection[Any]) -> Rule:
     """One of ``choices``: ``unknown <name> <value>; choose one of [...]``."""
     return Rule(
-        lambda value: value in choices, str(sorted(choices)), "unknown {name} {value!r}; choose one of {text}"
+        lambda value: isinstance(value, Hashable) and value in choices,
+        str(sorted(choices)),
+        "unknown {name} {value!r}; choose one of {text}",
     )
 
 

@@ -73,6 +73,11 @@ BAD_HYPERPARAMETERS: list[tuple[Any, dict[str, Any], str]] = [
     ("MlpPolicy", dict(lr_schedule=None), f"unknown lr_schedule None; choose one of {LR_SCHEDULES}"),
     (
         "MlpPolicy",
+        dict(lr_schedule=["linear"]),
+        f"unknown lr_schedule ['linear']; choose one of {LR_SCHEDULES}",
+    ),
+    (
+        "MlpPolicy",
         dict(learning_rate=0.0),
         f"{LEARNING_RATE}, got 0.0",
     ),
